@@ -1,0 +1,1 @@
+"""HTTP adapter: routes, schemas, problem+json errors. No SQL, no business rules."""

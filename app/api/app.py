@@ -1,0 +1,45 @@
+"""The FastAPI application, given its services."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Callable
+
+from fastapi import APIRouter, Depends, FastAPI
+
+from app.api import errors, routes_callbacks, routes_executions, routes_handlers, routes_health, routes_jobs
+from app.api.auth import require_api_key
+from app.api.body import BodyLimitMiddleware
+
+DESCRIPTION = """\
+Jobwire stores jobs in PostgreSQL and dispatches each attempt as a signed HTTP POST
+(Standard Webhooks) to a registered handler. Errors are RFC 9457 problem+json; validation
+errors carry `errors: [{field, message}]`. Management routes take `Authorization: Bearer <api key>`
+when API keys are configured; callback routes take the execution's callback token.
+"""
+
+
+def create_api(
+    *,
+    api_keys: Sequence[str] = (),
+    max_request_bytes: int,
+    lifespan: Callable[[FastAPI], AbstractAsyncContextManager[Any]] | None = None,
+) -> FastAPI:
+    app = FastAPI(title="Jobwire", version="0.1.0", description=DESCRIPTION, lifespan=lifespan,
+                  docs_url="/docs", redoc_url=None)
+    app.state.api_keys = tuple(k.encode() for k in api_keys)
+    errors.install(app)
+
+    management = APIRouter(dependencies=[Depends(require_api_key)], responses={401: {"description": "missing or wrong API key"},
+                                      422: {"description": "validation failed (problem+json with errors)"}})
+    for module in (routes_handlers, routes_jobs, routes_executions):
+        management.include_router(module.router)
+    callbacks = APIRouter()
+    callbacks.include_router(routes_callbacks.router)
+
+    app.include_router(management)
+    app.include_router(callbacks)
+    app.include_router(routes_health.router)
+    app.add_middleware(BodyLimitMiddleware, limit=max_request_bytes)
+    return app

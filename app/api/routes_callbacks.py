@@ -1,0 +1,38 @@
+"""Callbacks from handlers (DESIGN §5). They take the callback token only, never API keys."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import Response
+
+from app.api.auth import bearer_token
+from app.api.body import StrictJSONRoute
+from app.api.responses import FastJSON
+from app.api.schemas import CompleteIn, ExecutionOut, Problem
+from app.api.services import Services, services
+from app.api.views import execution_view
+from app.services.callbacks import Completion
+
+router = APIRouter(prefix="/v1/executions", tags=["callbacks"], route_class=StrictJSONRoute)
+TOKEN_ERRORS = {
+    401: {"model": Problem, "description": "no callback token"},
+    403: {"model": Problem, "description": "a bad token, or another execution's"},
+    409: {"model": Problem, "description": "the token's attempt is not the execution's current attempt"},
+}
+
+
+@router.post("/{execution_id}/complete", response_model=ExecutionOut, responses=TOKEN_ERRORS)
+async def complete(execution_id: UUID, body: CompleteIn, request: Request,
+                   s: Services = Depends(services)) -> Response:
+    """Report the outcome of an accepted (202) attempt. One that cannot apply is a 200 no-op."""
+    completion = Completion(
+        succeeded=body.outcome == "succeeded",
+        result=body.result,
+        error_message=body.error.message if body.error else None,
+        error_type=body.error.type if body.error else None,
+        retryable=body.retryable,
+    )
+    execution = await s.callbacks.complete(execution_id, bearer_token(request), completion)
+    return FastJSON(execution_view(execution))

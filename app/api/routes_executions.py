@@ -1,0 +1,53 @@
+"""GET/list executions, cancel, retry."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from uuid import UUID
+
+from fastapi import APIRouter, Depends, Query
+from starlette.responses import Response
+
+from app.api.body import StrictJSONRoute
+from app.api.responses import FastJSON
+from app.api.schemas import ExecutionOut, ExecutionPage, Name, Problem
+from app.api.services import Services, services
+from app.api.views import execution_view
+from app.domain.executions import ListFilter
+
+router = APIRouter(prefix="/v1/executions", tags=["executions"], route_class=StrictJSONRoute)
+StateName = Literal["ENQUEUED", "PROCESSING", "SUCCEEDED", "FAILED", "CANCELLED", "ABANDONED", "DEAD_LETTER"]
+CONFLICT = {409: {"model": Problem, "description": "not allowed in the execution's current state"}}
+
+
+@router.get("", response_model=ExecutionPage)
+async def list_executions(
+    state: StateName | None = None,
+    queue: Name | None = None,
+    handler: Name | None = None,
+    job_id: Name | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    s: Services = Depends(services),
+) -> Response:
+    """Newest first, `limit` per page; pass `next_cursor` back as `cursor` for the next page."""
+    page = await s.executions.list(ListFilter(state=state, queue=queue, handler=handler, job_id=job_id),
+                                   limit, cursor)
+    return FastJSON({"items": [execution_view(e) for e in page.items], "next_cursor": page.next_cursor})
+
+
+@router.get("/{execution_id}", response_model=ExecutionOut)
+async def get_execution(execution_id: UUID, s: Services = Depends(services)) -> Response:
+    return FastJSON(execution_view(await s.executions.get(execution_id)))
+
+
+@router.post("/{execution_id}/cancel", response_model=ExecutionOut, responses=CONFLICT)
+async def cancel_execution(execution_id: UUID, s: Services = Depends(services)) -> Response:
+    """ENQUEUED or PROCESSING → CANCELLED. A running handler learns it from its progress callback."""
+    return FastJSON(execution_view(await s.executions.cancel(execution_id)))
+
+
+@router.post("/{execution_id}/retry", response_model=ExecutionOut, responses=CONFLICT)
+async def retry_execution(execution_id: UUID, s: Services = Depends(services)) -> Response:
+    """DEAD_LETTER or CANCELLED → ENQUEUED now, as a new attempt."""
+    return FastJSON(execution_view(await s.executions.retry(execution_id)))

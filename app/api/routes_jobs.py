@@ -1,0 +1,42 @@
+"""POST /v1/jobs and /v1/jobs/batch."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header
+from starlette.responses import Response
+
+from app.api.body import StrictJSONRoute
+from app.api.responses import FastJSON
+from app.api.schemas import BatchIn, BatchOut, ExecutionOut, JobIn
+from app.api.services import Services, services
+from app.api.views import execution_view
+from app.domain.errors import FieldError, ValidationFailed
+from app.domain.names import is_valid_name
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=StrictJSONRoute)
+
+
+@router.post("", response_model=ExecutionOut, status_code=201,
+             responses={200: {"model": ExecutionOut, "description": "an idempotency key already stored with the same body"}})
+async def enqueue(
+    body: JobIn,
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
+    s: Services = Depends(services),
+) -> Response:
+    """Enqueue one job. A repeated idempotency key with the same body answers 200 with the first execution."""
+    if idempotency_key is not None:
+        if not is_valid_name(idempotency_key):
+            raise ValidationFailed([FieldError("Idempotency-Key", "must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$")])
+        if body.idempotency_key is not None and body.idempotency_key != idempotency_key:
+            raise ValidationFailed([FieldError("idempotency_key", "differs from the Idempotency-Key header")])
+    [done] = await s.enqueue.enqueue([body.to_new_job(idempotency_key)])
+    return FastJSON(execution_view(done.execution), status_code=201 if done.created else 200)
+
+
+@router.post("/batch", response_model=BatchOut, status_code=201)
+async def enqueue_batch(body: BatchIn, s: Services = Depends(services)) -> Response:
+    """Enqueue 1–1,000 jobs atomically: one invalid item rejects all, naming it (`jobs[i]…`)."""
+    done = await s.enqueue.enqueue([job.to_new_job() for job in body.jobs], field_prefix="jobs")
+    return FastJSON({"items": [execution_view(d.execution) for d in done]}, status_code=201)

@@ -1,0 +1,178 @@
+"""Request and response models. Requests refuse unknown fields and coerce nothing."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+from app.domain.executions import NewJob, request_fingerprint
+from app.domain.names import NAME_PATTERN
+
+SEVEN_DAYS = 7 * 86400
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+Name = Annotated[str, Strict(), StringConstraints(pattern=NAME_PATTERN)]
+Seconds = Annotated[float, Field(gt=0, le=SEVEN_DAYS)]
+Int32 = Annotated[int, Strict(), Field(ge=INT32_MIN, le=INT32_MAX)]
+JsonObject = dict[str, Any]
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class HandlerIn(StrictModel):
+    url: Annotated[str, Strict(), StringConstraints(pattern=r"^https?://[^\s]+$", max_length=2048)]
+    timeout_seconds: Seconds | None = None
+    max_concurrency: Annotated[int, Strict(), Field(ge=1, le=1_000_000)] | None = None
+    stateful: Annotated[bool, Strict()] = False
+
+
+class HandlerOut(BaseModel):
+    name: str
+    url: str
+    timeout_seconds: float | None
+    max_concurrency: int | None
+    stateful: bool
+    created_at: datetime
+    updated_at: datetime
+    secret: str | None = Field(None, description="Signing secret (whsec_…), in the response that created the handler only.")
+
+
+class HandlerList(BaseModel):
+    items: list[HandlerOut]
+
+
+class JobIn(StrictModel):
+    handler: Name
+    payload: Any = None
+    job_id: Name | None = None
+    queue: Name = "default"
+    priority: Int32 = 0
+    run_at: AwareDatetime | None = Field(None, description="RFC 3339 time with a zone; exclusive with delay_seconds")
+    delay_seconds: Annotated[float, Field(ge=0, le=365 * 86400)] | None = None
+    max_attempts: Annotated[int, Strict(), Field(ge=1, le=1000)] = 5
+    stateful: Annotated[bool, Strict()] = False
+    timeout_seconds: Seconds | None = None
+    max_duration_seconds: Seconds | None = None
+    parameters: JsonObject | None = None
+    metadata: JsonObject | None = None
+    idempotency_key: Name | None = None
+
+    @field_validator("run_at", mode="before")
+    @classmethod
+    def _run_at_is_text(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, str):
+            raise ValueError("must be an RFC 3339 string with a time zone")
+        return value
+
+    @model_validator(mode="after")
+    def _one_start(self) -> JobIn:
+        if self.run_at is not None and self.delay_seconds is not None:
+            raise ValueError("give run_at or delay_seconds, not both")
+        return self
+
+    def to_new_job(self, idempotency_key: str | None = None) -> NewJob:
+        key = idempotency_key or self.idempotency_key
+        canonical = self.model_dump(mode="json", exclude={"idempotency_key"})
+        if self.run_at is not None:
+            canonical["run_at"] = self.run_at.astimezone(UTC).isoformat()
+        return NewJob(
+            handler=self.handler,
+            job_id=self.job_id,  # type: ignore[arg-type]  # None → the execution id (in SQL)
+            queue=self.queue,
+            priority=self.priority,
+            payload=self.payload,
+            parameters=self.parameters,
+            metadata=self.metadata,
+            run_at=self.run_at,
+            delay_seconds=self.delay_seconds,
+            max_attempts=self.max_attempts,
+            stateful=self.stateful,
+            timeout_seconds=self.timeout_seconds,
+            max_duration_seconds=self.max_duration_seconds,
+            idempotency_key=key,
+            request_hash=request_fingerprint(canonical) if key else None,
+        )
+
+
+class BatchIn(StrictModel):
+    jobs: Annotated[list[JobIn], Field(min_length=1, max_length=1000)]
+
+
+class ProgressOut(BaseModel):
+    total: int
+    succeeded: int
+    failed: int
+    status: str | None
+    percentage: int
+
+
+class ExecutionOut(BaseModel):
+    id: str
+    job_id: str
+    job_type: Literal["DELAYED", "CRON", "BATCH"]
+    handler: str
+    queue: str
+    state: Literal["ENQUEUED", "PROCESSING", "SUCCEEDED", "FAILED", "CANCELLED", "ABANDONED", "DEAD_LETTER"]
+    attempt: int
+    max_attempts: int
+    priority: int
+    stateful: bool
+    payload: Any
+    parameters: Any
+    metadata: Any
+    result: Any
+    progress: ProgressOut
+    scheduled_at: datetime
+    created_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+    deadline_at: datetime | None
+    locked_by: str | None
+    last_error: str | None
+    error_type: str | None
+
+
+class ExecutionPage(BaseModel):
+    items: list[ExecutionOut]
+    next_cursor: str | None
+
+
+class BatchOut(BaseModel):
+    items: list[ExecutionOut]
+
+
+class CompletionError(StrictModel):
+    message: Annotated[str, Strict()] = ""
+    type: Annotated[str, Strict(), StringConstraints(max_length=100)] | None = None
+
+
+class CompleteIn(StrictModel):
+    outcome: Literal["succeeded", "failed"]
+    result: Any = None
+    error: CompletionError | None = None
+    retryable: Annotated[bool, Strict()] = True
+
+
+class Problem(BaseModel):
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[dict[str, str]] | None = None
+
+
+class Health(BaseModel):
+    status: str

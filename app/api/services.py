@@ -1,0 +1,26 @@
+"""The services a request can reach, set on app.state by the composition root."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi import Request
+
+from app.services.callbacks import CallbackService
+from app.services.enqueue import EnqueueService
+from app.services.executions import ExecutionService
+from app.services.handlers import HandlerService
+from app.services.health import HealthService
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    enqueue: EnqueueService
+    executions: ExecutionService
+    handlers: HandlerService
+    callbacks: CallbackService
+    health: HealthService
+
+
+def services(request: Request) -> Services:
+    return request.app.state.services

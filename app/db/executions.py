@@ -1,0 +1,196 @@
+"""ExecutionRepository: every statement on job_executions (and the events they write).
+
+Repositories never commit: the caller's transaction (Database.transaction) owns the boundary.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import orjson
+from sqlalchemy import bindparam, text
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.types import Text
+
+from app.db.queries import EXECUTION_COLUMNS, load
+from app.db.rows import to_claimed, to_execution
+from app.domain import states
+from app.domain.executions import ClaimedJob, Execution, ListFilter, NewJob
+
+Q = load("executions.sql")
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _job_document(job: NewJob, id_: UUID, ord_: int) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "id": str(id_),
+        "ord": ord_,
+        "job_id": job.job_id,
+        "handler": job.handler,
+        "queue": job.queue,
+        "priority": job.priority,
+        "max_attempts": job.max_attempts,
+        "stateful": job.stateful,
+    }
+    # Absent keys become SQL NULL (a JSON null would be stored as the jsonb value null).
+    optional = {
+        "payload": job.payload,
+        "parameters": job.parameters,
+        "metadata": job.metadata,
+        "run_at": job.run_at.isoformat() if job.run_at else None,
+        "delay_seconds": job.delay_seconds,
+        "timeout_seconds": job.timeout_seconds,
+        "max_duration_seconds": job.max_duration_seconds,
+        "idempotency_key": job.idempotency_key,
+        "request_hash": job.request_hash,
+    }
+    doc.update({k: v for k, v in optional.items() if v is not None})
+    return doc
+
+
+_FILTER_COLUMNS = ("state", "queue", "handler", "job_id")
+
+
+class ExecutionRepository:
+    async def insert_many(self, conn: AsyncConnection, jobs: Sequence[NewJob]) -> list[Execution | None]:
+        """Insert jobs in one statement; per input position the new execution, or None when
+        its idempotency key was already stored (the caller resolves those)."""
+        ids = [uuid.uuid4() for _ in jobs]
+        docs = [_job_document(job, id_, i) for i, (job, id_) in enumerate(zip(jobs, ids, strict=True))]
+        rows = await conn.execute(Q["executions_insert"], {"jobs": _json(docs)})
+        inserted = {e.id: e for e in map(to_execution, rows)}
+        return [inserted.get(id_) for id_ in ids]
+
+    async def by_idempotency_keys(
+        self, conn: AsyncConnection, keys: Sequence[str]
+    ) -> dict[str, tuple[Execution, str | None]]:
+        stmt = Q["executions_get_by_idempotency_keys"].bindparams(bindparam("keys", type_=ARRAY(Text)))
+        rows = await conn.execute(stmt, {"keys": list(keys)})
+        return {r._mapping["idempotency_key"]: (to_execution(r), r._mapping["request_hash"]) for r in rows}
+
+    async def get(self, conn: AsyncConnection, execution_id: UUID) -> Execution | None:
+        row = (await conn.execute(Q["execution_get"], {"id": execution_id})).first()
+        return to_execution(row) if row else None
+
+    async def list(
+        self,
+        conn: AsyncConnection,
+        filters: ListFilter,
+        limit: int,
+        after: tuple[datetime, UUID] | None = None,
+    ) -> list[Execution]:
+        """Newest first; keyset pagination on (created_at DESC, id) after a previous page's last row."""
+        where, params = [], {"limit": limit}
+        for column in _FILTER_COLUMNS:
+            value = getattr(filters, column)
+            if value is not None:
+                where.append(f"{column} = :{column}")
+                params[column] = value
+        if after is not None:
+            where.append("(created_at < :after_created OR (created_at = :after_created AND id > :after_id))")
+            params["after_created"], params["after_id"] = after
+        sql = (
+            f"SELECT {', '.join(EXECUTION_COLUMNS)} FROM job_executions"
+            + (f" WHERE {' AND '.join(where)}" if where else "")
+            + " ORDER BY created_at DESC, id LIMIT :limit"
+        )
+        return [to_execution(r) for r in await conn.execute(text(sql), params)]
+
+    async def claim(
+        self,
+        conn: AsyncConnection,
+        node: str,
+        n: int,
+        queues: Sequence[str],
+        default_timeout: float,
+    ) -> list[ClaimedJob]:
+        params: dict[str, Any] = {"node": node, "n": n, "default_timeout": float(default_timeout)}
+        if queues:
+            stmt = Q["executions_claim_queues"].bindparams(bindparam("queues", type_=ARRAY(Text)))
+            params["queues"] = list(queues)
+        else:
+            stmt = Q["executions_claim_all_queues"]
+        return [to_claimed(r) for r in await conn.execute(stmt, params)]
+
+    async def succeed_many(
+        self, conn: AsyncConnection, items: Sequence[tuple[UUID, int, Any]]
+    ) -> list[Execution]:
+        """Record successes (id, attempt, result); rows that may no longer succeed are skipped."""
+        docs = [{"id": str(i), "attempt": a, **({"result": r} if r is not None else {})} for i, a, r in items]
+        rows = await conn.execute(
+            _with_states(Q["executions_succeed"]),
+            {"items": _json(docs), "from_states": list(states.SUCCEED_FROM)},
+        )
+        return [to_execution(r) for r in rows]
+
+    async def release_to_handler(
+        self, conn: AsyncConnection, node: str, items: Sequence[tuple[UUID, int]]
+    ) -> list[UUID]:
+        docs = [{"id": str(i), "attempt": a} for i, a in items]
+        rows = await conn.execute(Q["executions_release_to_handler"], {"items": _json(docs), "node": node})
+        return [r[0] for r in rows]
+
+    async def fail(
+        self,
+        conn: AsyncConnection,
+        execution_id: UUID,
+        attempt: int,
+        *,
+        cause: states.JobState,
+        error: str,
+        error_type: str,
+        retryable: bool,
+        delay: float,
+    ) -> Execution | None:
+        """A failed (cause FAILED) or abandoned (cause ABANDONED) attempt and its retry, in one
+        statement. None when the attempt is no longer current or no longer PROCESSING."""
+        from_states = states.FAIL_FROM if cause is states.JobState.FAILED else states.ABANDON_FROM
+        row = (
+            await conn.execute(
+                _with_states(Q["execution_fail"]),
+                {
+                    "id": execution_id,
+                    "attempt": attempt,
+                    "cause": cause.value,
+                    "error": error,
+                    "error_type": error_type,
+                    "retryable": retryable,
+                    "delay": float(delay),
+                    "from_states": list(from_states),
+                },
+            )
+        ).first()
+        return to_execution(row) if row else None
+
+    async def cancel(self, conn: AsyncConnection, execution_id: UUID) -> Execution | None:
+        return await self._transition(conn, "execution_cancel", execution_id, states.CANCEL_FROM)
+
+    async def retry_manually(self, conn: AsyncConnection, execution_id: UUID) -> Execution | None:
+        return await self._transition(conn, "execution_retry_manually", execution_id, states.MANUAL_RETRY_FROM)
+
+    async def _transition(
+        self, conn: AsyncConnection, name: str, execution_id: UUID, from_states: Sequence[str]
+    ) -> Execution | None:
+        row = (
+            await conn.execute(_with_states(Q[name]), {"id": execution_id, "from_states": list(from_states)})
+        ).first()
+        return to_execution(row) if row else None
+
+    async def events(self, conn: AsyncConnection, execution_id: UUID) -> list[dict[str, Any]]:
+        rows = await conn.execute(Q["events_for_execution"], {"id": execution_id})
+        return [dict(r._mapping["event"], id=r._mapping["id"]) for r in rows]
+
+    async def notify(self, conn: AsyncConnection, channel: str, queue: str = "") -> None:
+        await conn.execute(Q["notify"], {"channel": channel, "queue": queue})
+
+
+def _with_states(stmt: Any) -> Any:
+    return stmt.bindparams(bindparam("from_states", type_=ARRAY(Text)))

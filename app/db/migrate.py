@@ -1,0 +1,59 @@
+"""Run alembic migrations from wherever the scripts were installed."""
+
+from __future__ import annotations
+
+import asyncio
+from importlib import resources
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.db.engine import async_url, connect_args
+
+
+def script_location() -> Path:
+    """The migration scripts: shipped in the wheel as app/_migrations, or the repo's alembic/."""
+    packaged = resources.files("app") / "_migrations"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    source = Path(__file__).resolve().parents[2] / "alembic"
+    if (source / "env.py").is_file():
+        return source
+    raise RuntimeError("jobwire's migration scripts are missing from this installation")
+
+
+def alembic_config(url: str, schema: str | None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(script_location()))
+    config.attributes["url"] = async_url(url).render_as_string(hide_password=False)
+    config.attributes["schema"] = schema
+    config.attributes["connect_args"] = connect_args(schema)
+    return config
+
+
+def head_revisions() -> set[str]:
+    return set(ScriptDirectory(str(script_location())).get_heads())
+
+
+def upgrade_sync(url: str, schema: str | None, revision: str = "head") -> None:
+    command.upgrade(alembic_config(url, schema), revision)
+
+
+def downgrade_sync(url: str, schema: str | None, revision: str) -> None:
+    command.downgrade(alembic_config(url, schema), revision)
+
+
+async def upgrade(url: str, schema: str | None) -> None:
+    # env.py runs its own event loop (asyncio.run), so it must not run on this one.
+    await asyncio.to_thread(upgrade_sync, url, schema)
+
+
+async def current_revisions(engine: AsyncEngine, schema: str | None) -> set[str]:
+    async with engine.connect() as conn:
+        return await conn.run_sync(
+            lambda sync: set(MigrationContext.configure(sync, opts={"version_table_schema": schema}).get_current_heads())
+        )

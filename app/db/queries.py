@@ -1,0 +1,65 @@
+"""Named SQL statements from app/db/sql/*.sql, parsed once at import."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+from sqlalchemy import TextClause, text
+
+EXECUTION_COLUMNS = (
+    "id", "job_id", "job_type", "handler", "queue", "state", "attempt", "max_attempts",
+    "priority", "stateful", "payload", "parameters", "metadata", "result", "progress",
+    "scheduled_at", "created_at", "started_at", "completed_at", "deadline_at", "locked_by",
+    "last_error", "error_type", "timeout_seconds", "max_duration_seconds",
+)
+
+_EVENT_FIELDS = (
+    "execution_id:id", "job_id", "job_type", "queue", "handler", "new_state:$state",
+    "attempt:$attempt", "max_attempts", "error_type", "scheduled_at", "created_at",
+    "started_at", "completed_at", "metadata",
+)
+
+
+def _columns(prefix: str = "") -> str:
+    return ", ".join(f"{prefix}{c}" for c in EXECUTION_COLUMNS)
+
+
+def _event(alias: str, state: str, attempt: str) -> str:
+    """The curated transition event (no payload, result, raw error or parameters)."""
+    parts = []
+    for spec in _EVENT_FIELDS:
+        key, _, source = spec.partition(":")
+        source = source or key
+        if source == "$state":
+            value = state
+        elif source == "$attempt":
+            value = attempt
+        else:
+            value = f"{alias}.{source}"
+        parts.append(f"'{key}', {value}")
+    return "jsonb_build_object(" + ", ".join(parts) + ")"
+
+
+_EVENT_CALL = re.compile(r"\$EVENT\((\w+),\s*([\w.]+),\s*([\w.]+)\)")
+_HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+
+
+def _expand(sql: str) -> str:
+    sql = _EVENT_CALL.sub(lambda m: _event(m[1], m[2], m[3]), sql)
+    return (
+        sql.replace("$E_COLUMNS", _columns("e."))
+        .replace("$U_COLUMNS", _columns("u."))
+        .replace("$COLUMNS", _columns())
+    )
+
+
+def parse(source: str) -> dict[str, str]:
+    """Split a .sql file on `-- name: x` headers; returns name → SQL (comments kept)."""
+    chunks = _HEADER.split(source)
+    return {name: _expand(body).strip() for name, body in zip(chunks[1::2], chunks[2::2], strict=True)}
+
+
+def load(filename: str) -> dict[str, TextClause]:
+    source = (resources.files("app.db") / "sql" / filename).read_text(encoding="utf-8")
+    return {name: text(sql) for name, sql in parse(source).items()}

@@ -1,0 +1,86 @@
+"""Rows → domain objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.domain.executions import ClaimedJob, Execution, Handler, JobType, Progress
+from app.domain.states import JobState
+
+
+def to_progress(value: Any) -> Progress:
+    if not isinstance(value, dict):
+        return Progress()
+    return Progress(
+        total=int(value.get("total") or 0),
+        succeeded=int(value.get("succeeded") or 0),
+        failed=int(value.get("failed") or 0),
+        status=value.get("status"),
+    )
+
+
+def to_execution(row: Any) -> Execution:
+    m = row._mapping
+    return Execution(
+        id=m["id"],
+        job_id=m["job_id"],
+        job_type=JobType(m["job_type"]),
+        handler=m["handler"],
+        queue=m["queue"],
+        state=JobState(m["state"]),
+        attempt=m["attempt"],
+        max_attempts=m["max_attempts"],
+        priority=m["priority"],
+        stateful=m["stateful"],
+        payload=m["payload"],
+        parameters=m["parameters"],
+        metadata=m["metadata"],
+        result=m["result"],
+        progress=to_progress(m["progress"]),
+        scheduled_at=m["scheduled_at"],
+        created_at=m["created_at"],
+        started_at=m["started_at"],
+        completed_at=m["completed_at"],
+        deadline_at=m["deadline_at"],
+        locked_by=m["locked_by"],
+        last_error=m["last_error"],
+        error_type=m["error_type"],
+        timeout_seconds=m["timeout_seconds"],
+        max_duration_seconds=m["max_duration_seconds"],
+    )
+
+
+def to_claimed(row: Any) -> ClaimedJob:
+    m = row._mapping
+    return ClaimedJob(
+        id=m["id"],
+        job_id=m["job_id"],
+        job_type=m["job_type"],
+        queue=m["queue"],
+        attempt=m["attempt"],
+        max_attempts=m["max_attempts"],
+        payload=m["payload"],
+        parameters=m["parameters"],
+        metadata=m["metadata"],
+        scheduled_at=m["scheduled_at"],
+        started_at=m["started_at"],
+        deadline_at=m["deadline_at"],
+        seconds_left=float(m["seconds_left"]),
+        handler=m["handler"],
+        handler_url=m["handler_url"],
+        handler_secret=m["handler_secret"],
+    )
+
+
+def to_handler(row: Any) -> Handler:
+    m = row._mapping
+    return Handler(
+        name=m["name"],
+        url=m["url"],
+        timeout_seconds=m["timeout_seconds"],
+        max_concurrency=m["max_concurrency"],
+        stateful=m["stateful"],
+        created_at=m["created_at"],
+        updated_at=m["updated_at"],
+        secret=m["secret"],
+    )

@@ -1,0 +1,200 @@
+-- Named statements for job_executions, parsed once by app/db/queries.py.
+-- $COLUMNS expands to the execution's named columns (never RETURNING *: asyncpg's statement
+-- cache breaks on running nodes when a migration adds a column). $EVENT(alias, state, attempt)
+-- expands to the curated transition event of DESIGN §4, written in the same statement.
+
+-- name: executions_insert
+-- Insert a batch of DELAYED jobs from one JSON array; a stored idempotency key inserts nothing
+-- (the caller reads that row back). Ids are minted by the caller so results map back to items.
+WITH input AS (
+    SELECT *
+    FROM jsonb_to_recordset(CAST(:jobs AS jsonb)) AS j(
+        id uuid, job_id text, handler text, queue text, priority int, payload jsonb,
+        parameters jsonb, metadata jsonb, run_at timestamptz, delay_seconds float8,
+        max_attempts int, stateful bool, timeout_seconds float8, max_duration_seconds float8,
+        idempotency_key text, request_hash text, ord int)
+), ins AS (
+    INSERT INTO job_executions (
+        id, job_id, job_type, handler, queue, state, priority, payload, parameters, metadata,
+        max_attempts, stateful, timeout_seconds, max_duration_seconds, idempotency_key,
+        request_hash, scheduled_at)
+    SELECT id, COALESCE(job_id, CAST(id AS text)), 'DELAYED', handler, queue, 'ENQUEUED', priority, payload, parameters,
+           metadata, max_attempts, stateful, timeout_seconds, max_duration_seconds,
+           idempotency_key, request_hash,
+           COALESCE(run_at, now() + make_interval(secs => COALESCE(delay_seconds, 0)))
+    FROM input
+    ORDER BY ord
+    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING $COLUMNS
+), ev AS (
+    INSERT INTO job_events (execution_id, event)
+    SELECT ins.id, $EVENT(ins, ins.state, ins.attempt) FROM ins
+)
+SELECT $COLUMNS FROM ins
+
+-- name: executions_get_by_idempotency_keys
+-- Rows already holding these keys, with the fingerprint of the request that created them.
+SELECT $COLUMNS, idempotency_key, request_hash FROM job_executions WHERE idempotency_key = ANY(:keys)
+
+-- name: execution_get
+SELECT $COLUMNS FROM job_executions WHERE id = :id
+
+-- name: executions_claim_all_queues
+-- Claim up to :n due jobs of any queue, best first; SKIP LOCKED lets claimers pass each other.
+-- The CTE is the optimisation fence: LIMIT applies before the UPDATE, and the planner uses the
+-- partial index ix_job_executions_claim_all.
+WITH c AS (
+    SELECT id FROM job_executions
+    WHERE state = 'ENQUEUED' AND scheduled_at <= now()
+    ORDER BY priority DESC, scheduled_at
+    LIMIT :n
+    FOR UPDATE SKIP LOCKED
+), u AS (
+    UPDATE job_executions e
+    SET state = 'PROCESSING', started_at = now(), updated_at = now(), locked_by = :node,
+        deadline_at = now() + make_interval(secs => LEAST(
+            COALESCE(e.timeout_seconds,
+                     (SELECT h.timeout_seconds FROM job_handlers h WHERE h.name = e.handler),
+                     :default_timeout),
+            COALESCE(e.max_duration_seconds, CAST('Infinity' AS float8))))
+    FROM c
+    WHERE e.id = c.id AND e.state = 'ENQUEUED'
+    RETURNING $E_COLUMNS
+), ev AS (
+    INSERT INTO job_events (execution_id, event) SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u
+)
+-- UPDATE … FROM returns rows in join order, not the CTE's: sort the batch here.
+SELECT $U_COLUMNS, h.url AS handler_url, h.secret AS handler_secret,
+       EXTRACT(EPOCH FROM u.deadline_at - now()) AS seconds_left
+FROM u LEFT JOIN job_handlers h ON h.name = u.handler
+ORDER BY u.priority DESC, u.scheduled_at
+
+-- name: executions_claim_queues
+-- As executions_claim_all_queues, limited to the node's queues (index ix_job_executions_claim).
+WITH c AS (
+    SELECT id FROM job_executions
+    WHERE state = 'ENQUEUED' AND scheduled_at <= now() AND queue = ANY(:queues)
+    ORDER BY priority DESC, scheduled_at
+    LIMIT :n
+    FOR UPDATE SKIP LOCKED
+), u AS (
+    UPDATE job_executions e
+    SET state = 'PROCESSING', started_at = now(), updated_at = now(), locked_by = :node,
+        deadline_at = now() + make_interval(secs => LEAST(
+            COALESCE(e.timeout_seconds,
+                     (SELECT h.timeout_seconds FROM job_handlers h WHERE h.name = e.handler),
+                     :default_timeout),
+            COALESCE(e.max_duration_seconds, CAST('Infinity' AS float8))))
+    FROM c
+    WHERE e.id = c.id AND e.state = 'ENQUEUED'
+    RETURNING $E_COLUMNS
+), ev AS (
+    INSERT INTO job_events (execution_id, event) SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u
+)
+-- UPDATE … FROM returns rows in join order, not the CTE's: sort the batch here.
+SELECT $U_COLUMNS, h.url AS handler_url, h.secret AS handler_secret,
+       EXTRACT(EPOCH FROM u.deadline_at - now()) AS seconds_left
+FROM u LEFT JOIN job_handlers h ON h.name = u.handler
+ORDER BY u.priority DESC, u.scheduled_at
+
+-- name: executions_succeed
+-- Record successes in one statement. Guarded per row: the attempt must be current, and a
+-- success wins over PROCESSING, ABANDONED, and a DEAD_LETTER reached by abandoning.
+WITH input AS (
+    SELECT * FROM jsonb_to_recordset(CAST(:items AS jsonb)) AS i(id uuid, attempt int, result jsonb)
+), u AS (
+    UPDATE job_executions e
+    SET state = 'SUCCEEDED', result = input.result, completed_at = now(), updated_at = now(),
+        locked_by = NULL
+    FROM input
+    WHERE e.id = input.id AND e.attempt = input.attempt
+      AND (e.state = ANY(CAST(:from_states AS text[]))
+           AND (e.state <> 'DEAD_LETTER' OR e.error_type LIKE 'abandoned\_%'))
+    RETURNING $E_COLUMNS
+), ev AS (
+    INSERT INTO job_events (execution_id, event)
+    SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u
+)
+SELECT $COLUMNS FROM u
+
+-- name: executions_release_to_handler
+-- A 202: the handler now holds the execution, so this node lets go (locked_by cleared).
+-- Guarded on state, attempt and locked_by: the handler's callback may reach another node first.
+WITH input AS (
+    SELECT * FROM jsonb_to_recordset(CAST(:items AS jsonb)) AS i(id uuid, attempt int)
+)
+UPDATE job_executions e
+SET locked_by = NULL, updated_at = now()
+FROM input
+WHERE e.id = input.id AND e.attempt = input.attempt AND e.state = 'PROCESSING'
+  AND e.locked_by = :node
+RETURNING e.id
+
+-- name: execution_fail
+-- A failed or abandoned attempt, and its retry, in ONE statement: re-enqueue after :delay while
+-- attempts remain and the failure is retryable, else DEAD_LETTER (an abandoned CRON attempt stays
+-- ABANDONED: its schedule fires again). Events: the cause, then the new state.
+WITH u AS (
+    UPDATE job_executions
+    SET state = CASE
+            WHEN :retryable AND attempt + 1 < max_attempts
+                 AND NOT (:cause = 'ABANDONED' AND job_type = 'CRON') THEN 'ENQUEUED'
+            WHEN :cause = 'ABANDONED' AND job_type = 'CRON' THEN 'ABANDONED'
+            ELSE 'DEAD_LETTER' END,
+        attempt = CASE
+            WHEN :retryable AND attempt + 1 < max_attempts
+                 AND NOT (:cause = 'ABANDONED' AND job_type = 'CRON') THEN attempt + 1
+            ELSE attempt END,
+        scheduled_at = CASE
+            WHEN :retryable AND attempt + 1 < max_attempts
+                 AND NOT (:cause = 'ABANDONED' AND job_type = 'CRON')
+            THEN now() + make_interval(secs => :delay) ELSE scheduled_at END,
+        completed_at = CASE
+            WHEN :retryable AND attempt + 1 < max_attempts
+                 AND NOT (:cause = 'ABANDONED' AND job_type = 'CRON') THEN NULL
+            ELSE now() END,
+        last_error = :error, error_type = :error_type, locked_by = NULL, updated_at = now()
+    WHERE id = :id AND attempt = :attempt AND state = ANY(CAST(:from_states AS text[]))
+    RETURNING $COLUMNS
+), ev AS (
+    INSERT INTO job_events (execution_id, event)
+    SELECT u.id, $EVENT(u, x.state, x.attempt)
+    FROM u, LATERAL (VALUES (1, CAST(:cause AS text), CAST(:attempt AS int)),
+                            (2, u.state, u.attempt)) AS x(ord, state, attempt)
+    WHERE x.ord = 1 OR u.state <> :cause
+    ORDER BY x.ord
+)
+SELECT $COLUMNS FROM u
+
+-- name: execution_cancel
+-- A user's cancel: ENQUEUED or PROCESSING → CANCELLED.
+WITH u AS (
+    UPDATE job_executions
+    SET state = 'CANCELLED', completed_at = now(), locked_by = NULL, updated_at = now()
+    WHERE id = :id AND state = ANY(CAST(:from_states AS text[]))
+    RETURNING $COLUMNS
+), ev AS (
+    INSERT INTO job_events (execution_id, event) SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u
+)
+SELECT $COLUMNS FROM u
+
+-- name: execution_retry_manually
+-- A user's retry of DEAD_LETTER or CANCELLED: a new attempt, due now, max_attempts raised if spent.
+WITH u AS (
+    UPDATE job_executions
+    SET state = 'ENQUEUED', attempt = attempt + 1, max_attempts = GREATEST(max_attempts, attempt + 2),
+        scheduled_at = now(), started_at = NULL, completed_at = NULL, deadline_at = NULL,
+        locked_by = NULL, updated_at = now()
+    WHERE id = :id AND state = ANY(CAST(:from_states AS text[]))
+    RETURNING $COLUMNS
+), ev AS (
+    INSERT INTO job_events (execution_id, event) SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u
+)
+SELECT $COLUMNS FROM u
+
+-- name: events_for_execution
+SELECT id, event, occurred_at FROM job_events WHERE execution_id = :id ORDER BY id
+
+-- name: notify
+-- Wake the dispatchers (delivered on commit; channel names carry the schema).
+SELECT pg_notify(:channel, :queue)

@@ -1,0 +1,193 @@
+"""Tables as alembic's target metadata. Unqualified: the schema comes from search_path.
+
+The first migration (alembic/versions/*_initial.py) creates exactly these; a test checks
+that head and this metadata agree.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    Float,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP, UUID
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+TS = TIMESTAMP(timezone=True)
+NOW = text("now()")
+ENQUEUED = text("state = 'ENQUEUED'")
+PROCESSING = text("state = 'PROCESSING'")
+STATES = "'ENQUEUED', 'PROCESSING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'ABANDONED', 'DEAD_LETTER'"
+
+job_executions = Table(
+    "job_executions",
+    metadata,
+    Column("id", UUID(as_uuid=True), primary_key=True, server_default=text("gen_random_uuid()")),
+    Column("job_id", Text, nullable=False),
+    Column("job_type", Text, nullable=False),
+    Column("handler", Text, nullable=False),
+    Column("queue", Text, nullable=False, server_default=text("'default'")),
+    Column("state", Text, nullable=False),
+    Column("payload", JSONB),
+    Column("parameters", JSONB),
+    Column("metadata", JSONB),
+    Column("result", JSONB),
+    Column(
+        "progress",
+        JSONB,
+        nullable=False,
+        server_default=text("""'{"total": 0, "succeeded": 0, "failed": 0, "status": null}'::jsonb"""),
+    ),
+    Column("attempt", Integer, nullable=False, server_default=text("0")),
+    Column("max_attempts", Integer, nullable=False, server_default=text("5")),
+    Column("priority", Integer, nullable=False, server_default=text("0")),
+    Column("stateful", Boolean, nullable=False, server_default=text("false")),
+    Column("timeout_seconds", Float),
+    Column("max_duration_seconds", Float),
+    Column("deadline_at", TS),
+    Column("idempotency_key", Text),
+    Column("request_hash", Text),
+    Column("fire_at", TS),
+    Column("fire_node", Text, nullable=False, server_default=text("''")),
+    Column("scheduled_at", TS, nullable=False, server_default=NOW),
+    Column("started_at", TS),
+    Column("completed_at", TS),
+    Column("locked_by", Text),
+    Column("last_error", Text),
+    Column("error_type", Text),
+    Column("created_at", TS, nullable=False, server_default=NOW),
+    Column("updated_at", TS, nullable=False, server_default=NOW),
+    CheckConstraint(f"state IN ({STATES})", name="state"),
+    CheckConstraint("job_type IN ('DELAYED', 'CRON', 'BATCH')", name="job_type"),
+    CheckConstraint("attempt >= 0 AND max_attempts >= 1", name="attempts"),
+)
+Index("ix_job_executions_claim", job_executions.c.queue, job_executions.c.priority.desc(),
+      job_executions.c.scheduled_at, postgresql_where=ENQUEUED)
+Index("ix_job_executions_claim_all", job_executions.c.priority.desc(), job_executions.c.scheduled_at,
+      postgresql_where=ENQUEUED)
+Index("ix_job_executions_in_flight", job_executions.c.locked_by, postgresql_where=PROCESSING)
+Index("ix_job_executions_deadline", job_executions.c.deadline_at, postgresql_where=PROCESSING)
+Index("ix_job_executions_state_created", job_executions.c.state, job_executions.c.created_at.desc(),
+      job_executions.c.id)
+Index("ix_job_executions_created", job_executions.c.created_at.desc(), job_executions.c.id)
+Index("ix_job_executions_job_id", job_executions.c.job_id, job_executions.c.created_at.desc())
+Index("uq_job_executions_idempotency_key", job_executions.c.idempotency_key, unique=True,
+      postgresql_where=text("idempotency_key IS NOT NULL"))
+Index("uq_job_executions_cron_fire", job_executions.c.job_id, job_executions.c.fire_at,
+      job_executions.c.fire_node, unique=True, postgresql_where=text("job_type = 'CRON'"))
+
+job_logs = Table(
+    "job_logs",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    Column("execution_id", UUID(as_uuid=True),
+           ForeignKey("job_executions.id", ondelete="CASCADE"), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("level", Text, nullable=False),
+    Column("message", Text, nullable=False),
+    Column("logged_at", TS, nullable=False, server_default=NOW),
+)
+Index("ix_job_logs_execution", job_logs.c.execution_id, job_logs.c.id)
+
+job_steps = Table(
+    "job_steps",
+    metadata,
+    Column("execution_id", UUID(as_uuid=True),
+           ForeignKey("job_executions.id", ondelete="CASCADE"), primary_key=True),
+    Column("name", Text, primary_key=True),
+    Column("result", JSONB),
+    Column("completed_at", TS, nullable=False, server_default=NOW),
+)
+
+job_events = Table(
+    "job_events",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    Column("execution_id", UUID(as_uuid=True), nullable=False),
+    Column("event", JSONB, nullable=False),
+    Column("occurred_at", TS, nullable=False, server_default=NOW),
+)
+Index("ix_job_events_execution", job_events.c.execution_id, job_events.c.id)
+
+job_schedules = Table(
+    "job_schedules",
+    metadata,
+    Column("job_id", Text, primary_key=True),
+    Column("cron_expression", Text, nullable=False),
+    Column("timezone", Text, nullable=False, server_default=text("'UTC'")),
+    Column("handler", Text, nullable=False),
+    Column("queue", Text, nullable=False, server_default=text("'default'")),
+    Column("payload", JSONB),
+    Column("parameters", JSONB),
+    Column("priority", Integer, nullable=False, server_default=text("0")),
+    Column("enabled", Boolean, nullable=False, server_default=text("true")),
+    Column("execution_mode", Text, nullable=False, server_default=text("'SINGLE_INSTANCE'")),
+    Column("overlap_policy", Text, nullable=False, server_default=text("'SKIP'")),
+    Column("misfire_policy", Text, nullable=False, server_default=text("'FIRE_ONCE'")),
+    Column("max_attempts", Integer, nullable=False, server_default=text("5")),
+    Column("tracked", Boolean, nullable=False, server_default=text("true")),
+    Column("last_fired_at", TS),
+    Column("next_fire_at", TS),
+    Column("last_success_at", TS),
+    Column("last_failure_at", TS),
+    Column("consecutive_failures", Integer, nullable=False, server_default=text("0")),
+    Column("created_at", TS, nullable=False, server_default=NOW),
+    Column("updated_at", TS, nullable=False, server_default=NOW),
+)
+Index("ix_job_schedules_next_fire", job_schedules.c.next_fire_at, postgresql_where=text("enabled"))
+
+job_handlers = Table(
+    "job_handlers",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("url", Text, nullable=False),
+    Column("timeout_seconds", Float),
+    Column("max_concurrency", Integer),
+    Column("stateful", Boolean, nullable=False, server_default=text("false")),
+    Column("secret", Text, nullable=False),
+    Column("created_at", TS, nullable=False, server_default=NOW),
+    Column("updated_at", TS, nullable=False, server_default=NOW),
+)
+
+job_queues = Table(
+    "job_queues",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("paused", Boolean, nullable=False, server_default=text("false")),
+    Column("updated_at", TS, nullable=False, server_default=NOW),
+)
+
+job_server_heartbeats = Table(
+    "job_server_heartbeats",
+    metadata,
+    Column("server_id", Text, primary_key=True),
+    Column("last_heartbeat", TS, nullable=False, server_default=NOW),
+    Column("started_at", TS, nullable=False, server_default=NOW),
+)
+
+job_meta = Table(
+    "job_meta",
+    metadata,
+    Column("key", Text, primary_key=True),
+    Column("value", Text, nullable=False),
+)

@@ -1,0 +1,63 @@
+"""Outcomes are written in batches: whatever finished while the previous write ran."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Completer(Generic[T]):
+    """Buffers items and hands them to `flush` in batches, one flush at a time.
+
+    A flush waits `linger` seconds for company unless `max_batch` items are already waiting,
+    so a busy node writes one statement per batch while an idle one adds only `linger`.
+    """
+
+    def __init__(self, flush: Callable[[list[T]], Awaitable[None]], linger: float = 0.002,
+                 max_batch: int = 500) -> None:
+        self._flush = flush
+        self._linger = linger
+        self._max_batch = max_batch
+        self._buffer: list[T] = []
+        self._ready = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="jobwire-completer")
+
+    def add(self, item: T) -> None:
+        self._buffer.append(item)
+        self._ready.set()
+
+    @property
+    def pending(self) -> int:
+        return len(self._buffer)
+
+    async def _run(self) -> None:
+        while True:
+            await self._ready.wait()
+            if len(self._buffer) < self._max_batch and not self._closing:
+                await asyncio.sleep(self._linger)
+            self._ready.clear()
+            while self._buffer:
+                batch = self._buffer[: self._max_batch]
+                del self._buffer[: self._max_batch]
+                try:
+                    await self._flush(batch)
+                except Exception:
+                    log.exception("writing %d outcomes failed", len(batch))
+            if self._closing:
+                return
+
+    async def close(self) -> None:
+        """Write everything still buffered, then stop."""
+        self._closing = True
+        self._ready.set()
+        if self._task is not None:
+            await self._task

@@ -1,0 +1,133 @@
+"""Claim → HTTP call → outcome, with at most `concurrency` calls in flight.
+
+Wakes on NOTIFY (via wake()) and polls every poll_interval as a fallback (future-dated jobs,
+lost notifications). No transaction is open during an HTTP call: the claim commits first and
+the outcome is written in a later transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from uuid import UUID
+
+from app.dispatcher.completer import Completer
+from app.domain.executions import ClaimedJob, ErrorType, Outcome, OutcomeKind
+from app.handlers.dispatch import call_handler
+from app.handlers.transport import Transport
+from app.services.outcomes import OutcomeService
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class DispatcherConfig:
+    concurrency: int
+    poll_interval: float
+    public_url: str
+    retry_max_delay: float
+    max_claim_batch: int = 200
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        config: DispatcherConfig,
+        outcomes: OutcomeService,
+        transport: Transport,
+        token_for: Callable[[UUID, int], str],
+    ) -> None:
+        self.config = config
+        self.outcomes = outcomes
+        self.transport = transport
+        self.token_for = token_for
+        self.completer: Completer[tuple[ClaimedJob, Outcome]] = Completer(outcomes.record)
+        self._in_flight: dict[asyncio.Task[None], ClaimedJob] = {}
+        self._wake = asyncio.Event()
+        self._slot_freed = asyncio.Event()
+        self._stopping = False
+        self._loop_task: asyncio.Task[None] | None = None
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)
+
+    def wake(self) -> None:
+        """New work may be due (a NOTIFY arrived)."""
+        self._wake.set()
+
+    def start(self) -> None:
+        self.completer.start()
+        self._loop_task = asyncio.create_task(self._run(), name="jobwire-dispatcher")
+
+    async def run_once(self) -> int:
+        """Claim as many due jobs as there are free slots and start their calls; returns the count."""
+        free = min(self.config.concurrency - len(self._in_flight), self.config.max_claim_batch)
+        if free <= 0:
+            return 0
+        jobs = await self.outcomes.claim(free)
+        for job in jobs:
+            task = asyncio.create_task(self._execute(job), name=f"jobwire-call-{job.id}")
+            self._in_flight[task] = job
+            task.add_done_callback(self._call_done)
+        return len(jobs)
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            if len(self._in_flight) >= self.config.concurrency:
+                self._slot_freed.clear()
+                await self._slot_freed.wait()
+                continue
+            asked = min(self.config.concurrency - len(self._in_flight), self.config.max_claim_batch)
+            self._wake.clear()
+            try:
+                claimed = await self.run_once()
+            except Exception:
+                log.exception("claiming failed; retrying in %.1fs", self.config.poll_interval)
+                await self._sleep_or_wake(self.config.poll_interval)
+                continue
+            if claimed < asked:
+                # Nothing more is due: sleep until a NOTIFY or the next poll.
+                await self._sleep_or_wake(self.config.poll_interval)
+
+    async def _sleep_or_wake(self, seconds: float) -> None:
+        try:
+            await asyncio.wait_for(self._wake.wait(), timeout=seconds)
+        except TimeoutError:
+            pass
+
+    async def _execute(self, job: ClaimedJob) -> None:
+        callback_url = f"{self.config.public_url}/v1/executions/{job.id}"
+        try:
+            outcome = await call_handler(self.transport, job, callback_url, self.token_for(job.id, job.attempt),
+                                         self.config.retry_max_delay)
+        except asyncio.CancelledError:
+            # Shutdown grace ran out: the attempt is abandoned (and retried by whoever claims next).
+            self.completer.add((job, Outcome(OutcomeKind.ABANDONED, error="node shut down during the call",
+                                             error_type=ErrorType.ABANDONED_SHUTDOWN)))
+            raise
+        except Exception as exc:  # a bug here must not strand the row in PROCESSING
+            log.exception("dispatching execution %s failed", job.id)
+            outcome = Outcome(OutcomeKind.FAILED, error=f"internal dispatch error: {exc!r}",
+                              error_type=ErrorType.CONNECTION)
+        self.completer.add((job, outcome))
+
+    def _call_done(self, task: asyncio.Task[None]) -> None:
+        self._in_flight.pop(task, None)
+        self._slot_freed.set()
+
+    async def stop(self, grace: float) -> None:
+        """Stop claiming, let calls finish for up to `grace` seconds, abandon the rest, write outcomes."""
+        self._stopping = True
+        self._wake.set()
+        self._slot_freed.set()
+        if self._loop_task is not None:
+            await asyncio.gather(self._loop_task, return_exceptions=True)
+        if self._in_flight:
+            _, pending = await asyncio.wait(list(self._in_flight), timeout=grace)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        await self.completer.close()

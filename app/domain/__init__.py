@@ -1,0 +1,1 @@
+"""Pure Python core: states, value objects, retry policy, signing, text rules."""

@@ -1,0 +1,158 @@
+"""Value objects: executions, handlers, new jobs and dispatch outcomes."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+from uuid import UUID
+
+import orjson
+
+from app.domain.states import JobState
+
+
+class JobType(StrEnum):
+    DELAYED = "DELAYED"
+    CRON = "CRON"
+    BATCH = "BATCH"  # reserved
+
+
+class ErrorType(StrEnum):
+    HTTP_STATUS = "http_status"
+    CONNECTION = "connection"
+    RESPONSE_TOO_LARGE = "response_too_large"
+    HANDLER_FAILED = "handler_failed"
+    ABANDONED_DEADLINE = "abandoned_deadline"
+    ABANDONED_NODE = "abandoned_node"
+    ABANDONED_SHUTDOWN = "abandoned_shutdown"
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    total: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    status: str | None = None
+
+    @property
+    def percentage(self) -> int:
+        if self.total <= 0:
+            return 0
+        return min(100, (self.succeeded + self.failed) * 100 // self.total)
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    id: UUID
+    job_id: str
+    job_type: JobType
+    handler: str
+    queue: str
+    state: JobState
+    attempt: int
+    max_attempts: int
+    priority: int
+    stateful: bool
+    payload: Any
+    parameters: Any
+    metadata: Any
+    result: Any
+    progress: Progress
+    scheduled_at: datetime
+    created_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+    deadline_at: datetime | None
+    locked_by: str | None
+    last_error: str | None
+    error_type: str | None
+    timeout_seconds: float | None = None
+    max_duration_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Handler:
+    name: str
+    url: str
+    timeout_seconds: float | None
+    max_concurrency: int | None
+    stateful: bool
+    created_at: datetime
+    updated_at: datetime
+    secret: str = field(repr=False, default="")
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """A validated enqueue request, defaults applied, ready to insert."""
+
+    handler: str
+    job_id: str
+    queue: str = "default"
+    priority: int = 0
+    payload: Any = None
+    parameters: Any = None
+    metadata: Any = None
+    run_at: datetime | None = None
+    delay_seconds: float | None = None
+    max_attempts: int = 5
+    stateful: bool = False
+    timeout_seconds: float | None = None
+    max_duration_seconds: float | None = None
+    idempotency_key: str | None = None
+    request_hash: str | None = None
+
+
+def request_fingerprint(canonical: dict[str, Any]) -> str:
+    """SHA-256 of a canonical request document (sorted keys, no whitespace)."""
+    return hashlib.sha256(orjson.dumps(canonical, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ListFilter:
+    state: str | None = None
+    queue: str | None = None
+    handler: str | None = None
+    job_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """What the dispatcher needs to make one HTTP call."""
+
+    id: UUID
+    job_id: str
+    job_type: str
+    queue: str
+    attempt: int
+    max_attempts: int
+    payload: Any
+    parameters: Any
+    metadata: Any
+    scheduled_at: datetime
+    started_at: datetime
+    deadline_at: datetime
+    seconds_left: float
+    handler: str
+    handler_url: str | None
+    handler_secret: str | None
+
+
+class OutcomeKind(StrEnum):
+    SUCCEEDED = "succeeded"
+    ACCEPTED = "accepted"  # 202: the handler now holds the execution
+    FAILED = "failed"
+    ABANDONED = "abandoned"  # the call was still open at the deadline
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    kind: OutcomeKind
+    result: Any = None
+    error: str | None = None
+    error_type: str | None = None
+    retryable: bool = True
+    retry_after: float | None = None

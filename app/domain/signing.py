@@ -1,0 +1,54 @@
+"""Webhook signatures (Standard Webhooks) and callback tokens. Pure HMAC, no I/O."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+
+SECRET_PREFIX = "whsec_"
+
+
+def new_handler_secret() -> str:
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def new_server_key() -> str:
+    return base64.urlsafe_b64encode(secrets.token_bytes(32)).decode().rstrip("=")
+
+
+def _secret_key(secret: str) -> bytes:
+    return base64.b64decode(secret.removeprefix(SECRET_PREFIX))
+
+
+def webhook_id(execution_id: object, attempt: int) -> str:
+    return f"{execution_id}.{attempt}"
+
+
+def sign_webhook(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
+    """The `webhook-signature` header value: v1,<base64 HMAC-SHA256(key, id.ts.body)>."""
+    signed = msg_id.encode() + b"." + str(timestamp).encode() + b"." + body
+    digest = hmac.new(_secret_key(secret), signed, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode()
+
+
+def _token_mac(server_key: str, execution_id: object, attempt: int) -> str:
+    mac = hmac.new(server_key.encode(), f"{execution_id}.{attempt}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+
+def callback_token(server_key: str, execution_id: object, attempt: int) -> str:
+    """`<attempt>.<base64url HMAC-SHA256(server key, "<execution id>.<attempt>")>`."""
+    return f"{attempt}.{_token_mac(server_key, execution_id, attempt)}"
+
+
+def verify_callback_token(server_key: str, execution_id: object, token: str) -> int | None:
+    """The attempt the token was minted for, or None when it is not a token for this execution."""
+    attempt_text, sep, mac = token.partition(".")
+    if not sep or not attempt_text.isdigit() or len(attempt_text) > 9:
+        return None
+    attempt = int(attempt_text)
+    if not hmac.compare_digest(mac.encode(), _token_mac(server_key, execution_id, attempt).encode()):
+        return None
+    return attempt

@@ -1,0 +1,64 @@
+"""The execution state machine, defined once.
+
+Every guarded write in app/db names its allowed source states from here; a test checks
+that the SQL guards and this table agree.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class JobState(StrEnum):
+    # Waiting, possibly future-dated (scheduled_at). The dispatcher's claim moves it to
+    # PROCESSING; a user's cancel moves it to CANCELLED.
+    ENQUEUED = "ENQUEUED"
+    # Claimed: its HTTP call is in flight (locked_by = node) or the handler accepted it
+    # with 202 (locked_by cleared). The dispatcher, a completion callback, a cancel, the
+    # coordinator's deadline and dead-node scans move it on.
+    PROCESSING = "PROCESSING"
+    # Done. Terminal.
+    SUCCEEDED = "SUCCEEDED"
+    # An attempt failed. A retry re-enqueues in the same transaction, so a committed row
+    # rests here only when written by a path that leaves retry to another writer.
+    FAILED = "FAILED"
+    # Cancelled by a user. Only a manual retry moves it on.
+    CANCELLED = "CANCELLED"
+    # Interrupted (deadline passed, node died). Re-enqueued or dead-lettered in the same
+    # transaction for delayed jobs; a late success for its attempt still wins.
+    ABANDONED = "ABANDONED"
+    # Attempts spent or not retryable; parked. A manual retry re-enqueues it; a late
+    # success wins when it was reached by abandoning (error_type abandoned_*).
+    DEAD_LETTER = "DEAD_LETTER"
+
+
+S = JobState
+
+TRANSITIONS: dict[JobState, frozenset[JobState]] = {
+    S.ENQUEUED: frozenset({S.PROCESSING, S.CANCELLED}),
+    S.PROCESSING: frozenset({S.SUCCEEDED, S.FAILED, S.CANCELLED, S.ABANDONED, S.DEAD_LETTER}),
+    S.SUCCEEDED: frozenset(),
+    S.FAILED: frozenset({S.ENQUEUED, S.DEAD_LETTER}),
+    S.CANCELLED: frozenset({S.ENQUEUED}),
+    S.ABANDONED: frozenset({S.ENQUEUED, S.DEAD_LETTER, S.SUCCEEDED, S.FAILED}),
+    S.DEAD_LETTER: frozenset({S.ENQUEUED, S.SUCCEEDED}),
+}
+
+TERMINAL: frozenset[JobState] = frozenset(s for s, nxt in TRANSITIONS.items() if not nxt)
+
+
+def sources_of(target: JobState) -> frozenset[JobState]:
+    """States from which `target` may be reached."""
+    return frozenset(s for s, nxt in TRANSITIONS.items() if target in nxt)
+
+
+# The source sets that each guarded write uses (see app/db/sql/executions.sql).
+CLAIM_FROM = (S.ENQUEUED,)
+CANCEL_FROM = (S.ENQUEUED, S.PROCESSING)
+MANUAL_RETRY_FROM = (S.DEAD_LETTER, S.CANCELLED)
+FAIL_FROM = (S.PROCESSING,)
+ABANDON_FROM = (S.PROCESSING,)
+# A success for the current attempt also wins over ABANDONED and over a DEAD_LETTER
+# reached by abandoning (error_type abandoned_*): its work did finish.
+SUCCEED_FROM = (S.PROCESSING, S.ABANDONED, S.DEAD_LETTER)
+ABANDONED_ERROR_PREFIX = "abandoned_"

@@ -1,0 +1,1 @@
+"""Outbound HTTP to handlers: the signed request, one pooled session, response → outcome."""

@@ -1,0 +1,124 @@
+"""One attempt's HTTP call: the signed request of DESIGN §5 and its reply as an Outcome."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import orjson
+
+from app.domain.executions import ClaimedJob, ErrorType, Outcome, OutcomeKind
+from app.domain.jsonsafety import UnstorableJson, check_storable
+from app.domain.retry import parse_retry_after
+from app.domain.signing import sign_webhook, webhook_id
+from app.domain.text import error_text
+from app.handlers.transport import DeadlineExceeded, Reply, Transport, TransportError
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z") if value else None
+
+
+def request_body(job: ClaimedJob, callback_url: str, token: str) -> bytes:
+    return orjson.dumps(
+        {
+            "execution_id": str(job.id),
+            "job_id": job.job_id,
+            "job_type": job.job_type,
+            "queue": job.queue,
+            "attempt": job.attempt,
+            "max_attempts": job.max_attempts,
+            "payload": job.payload,
+            "parameters": job.parameters,
+            "metadata": job.metadata,
+            "scheduled_at": _iso(job.scheduled_at),
+            "started_at": _iso(job.started_at),
+            "deadline": _iso(job.deadline_at),
+            "callback": {"url": callback_url, "token": token},
+        }
+    )
+
+
+def signed_headers(secret: str, job: ClaimedJob, body: bytes, now: float | None = None) -> dict[str, str]:
+    msg_id = webhook_id(job.id, job.attempt)
+    timestamp = int(now if now is not None else time.time())
+    return {
+        "content-type": "application/json",
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": sign_webhook(secret, msg_id, timestamp, body),
+    }
+
+
+def classify(reply: Reply, retry_max_delay: float) -> Outcome:
+    """2xx except 202 → SUCCEEDED with {"result"}; 202 → ACCEPTED; anything else → FAILED."""
+    if reply.too_large:
+        return Outcome(OutcomeKind.FAILED, error=f"HTTP {reply.status}: response body over the size cap",
+                       error_type=ErrorType.RESPONSE_TOO_LARGE)
+    if reply.status == 202:
+        return Outcome(OutcomeKind.ACCEPTED)
+    if 200 <= reply.status < 300:
+        return _success(reply)
+    retry_after = None
+    if reply.status in (429, 503):
+        retry_after = parse_retry_after(reply.headers.get("retry-after") or reply.headers.get("Retry-After"),
+                                        _reply_time(reply), retry_max_delay)
+    detail = reply.body[:2000].decode("utf-8", "replace")
+    return Outcome(
+        OutcomeKind.FAILED,
+        error=error_text(f"HTTP {reply.status} {reply.reason}: {detail}".rstrip(": ")),
+        error_type=ErrorType.HTTP_STATUS,
+        retry_after=retry_after,
+    )
+
+
+def _success(reply: Reply) -> Outcome:
+    if not reply.body.strip():
+        return Outcome(OutcomeKind.SUCCEEDED)
+    try:
+        document: Any = orjson.loads(reply.body)
+    except orjson.JSONDecodeError:
+        return Outcome(OutcomeKind.SUCCEEDED)  # a non-JSON body carries no result
+    result = document.get("result") if isinstance(document, dict) else None
+    try:
+        check_storable(result, "result")
+    except UnstorableJson as exc:
+        return Outcome(OutcomeKind.FAILED, error=f"the reply's result cannot be stored: {exc.path}: {exc.message}",
+                       error_type=ErrorType.HANDLER_FAILED)
+    return Outcome(OutcomeKind.SUCCEEDED, result=result)
+
+
+def _reply_time(reply: Reply) -> datetime:
+    # Judge an HTTP-date Retry-After against the handler's own Date header when it sent one.
+    date = reply.headers.get("date") or reply.headers.get("Date")
+    if date:
+        try:
+            parsed = parsedate_to_datetime(date)
+            if parsed.tzinfo is not None:
+                return parsed
+        except (TypeError, ValueError, IndexError):
+            pass
+    return datetime.now(UTC)
+
+
+async def call_handler(
+    transport: Transport,
+    job: ClaimedJob,
+    callback_url: str,
+    token: str,
+    retry_max_delay: float,
+) -> Outcome:
+    if not job.handler_url or not job.handler_secret:
+        return Outcome(OutcomeKind.FAILED, error=f"handler {job.handler!r} is not registered",
+                       error_type=ErrorType.HANDLER_FAILED, retryable=False)
+    body = request_body(job, callback_url, token)
+    headers = signed_headers(job.handler_secret, job, body)
+    try:
+        reply = await transport.post(job.handler_url, body, headers, job.seconds_left)
+    except DeadlineExceeded as exc:
+        return Outcome(OutcomeKind.ABANDONED, error=str(exc), error_type=ErrorType.ABANDONED_DEADLINE)
+    except TransportError as exc:
+        return Outcome(OutcomeKind.FAILED, error=error_text(str(exc)), error_type=ErrorType.CONNECTION)
+    return classify(reply, retry_max_delay)

@@ -1,0 +1,106 @@
+"""Composition root: Settings → database → services → API and runtime loops."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import string
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from app.api.app import create_api
+from app.api.services import Services
+from app.config import Settings
+from app.db.database import Database
+from app.db.embedded import EmbeddedPostgres
+from app.db.engine import DatabaseConfig, asyncpg_dsn, connect_args, create_engine
+from app.db.migrate import upgrade
+from app.db.notify import NotifyListener
+from app.dispatcher.dispatcher import Dispatcher, DispatcherConfig
+from app.domain.retry import RetryPolicy
+from app.handlers.transport import AiohttpTransport
+from app.services.callbacks import CallbackService, load_server_key
+from app.services.enqueue import EnqueueLimits, EnqueueService
+from app.services.executions import ExecutionService
+from app.services.handlers import HandlerService
+from app.services.health import HealthService
+from app.services.outcomes import ClaimConfig, OutcomeService
+
+log = logging.getLogger("jobwire")
+_ALPHABET = string.ascii_lowercase + string.digits
+
+
+def new_node_id(node_name: str) -> str:
+    return f"{node_name}-{''.join(secrets.choice(_ALPHABET) for _ in range(8))}"
+
+
+async def resolve_database_url(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:
+    if settings.database_url:
+        return settings.database_url, None
+    embedded = EmbeddedPostgres(settings.data_dir)
+    return await asyncio.to_thread(embedded.start), embedded
+
+
+def create_app(settings: Settings | None = None, *, run_dispatcher: bool = True) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        node_id = new_node_id(settings.node_name)
+        url, embedded = await resolve_database_url(settings)
+        try:
+            if settings.migrate_on_start:
+                await upgrade(url, settings.db_schema)
+            engine = create_engine(DatabaseConfig(url=url, schema=settings.db_schema,
+                                                  pool_size=10, max_overflow=20))
+            db = Database(engine, settings.db_schema)
+            server_key = await load_server_key(db)
+            outcomes = OutcomeService(
+                db,
+                RetryPolicy(settings.retry_base_delay, settings.retry_max_delay),
+                ClaimConfig(node_id=node_id, queues=tuple(settings.queues),
+                            default_timeout=settings.execution_timeout),
+            )
+            callbacks = CallbackService(db, server_key, outcomes)
+            app.state.services = Services(
+                enqueue=EnqueueService(db, EnqueueLimits(settings.max_payload_bytes)),
+                executions=ExecutionService(db),
+                handlers=HandlerService(db),
+                callbacks=callbacks,
+                health=HealthService(db),
+            )
+            app.state.node_id = node_id
+            session = AiohttpTransport.new_session(settings.concurrency)
+            dispatcher = Dispatcher(
+                DispatcherConfig(concurrency=settings.concurrency, poll_interval=settings.poll_interval,
+                                 public_url=settings.effective_public_url,
+                                 retry_max_delay=settings.retry_max_delay),
+                outcomes,
+                AiohttpTransport(session, settings.max_payload_bytes),
+                callbacks.token_for,
+            )
+            listener = NotifyListener(asyncpg_dsn(url), db.notify_channel, dispatcher.wake,
+                                      connect_args(settings.db_schema)["server_settings"])
+            app.state.dispatcher = dispatcher
+            if run_dispatcher:
+                dispatcher.start()
+                listener.start()
+            log.info("node %s serving on %s (database %s)", node_id, settings.effective_public_url,
+                     "embedded" if embedded else "external")
+            try:
+                yield
+            finally:
+                await listener.stop()
+                if run_dispatcher:
+                    await dispatcher.stop(settings.shutdown_grace)
+                await session.close()
+                await db.dispose()
+        finally:
+            if embedded is not None:
+                await asyncio.to_thread(embedded.stop)
+
+    return create_api(api_keys=settings.api_keys, max_request_bytes=settings.max_request_bytes,
+                      lifespan=lifespan)

@@ -1,0 +1,1 @@
+"""Use cases and their transaction boundaries."""

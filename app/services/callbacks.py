@@ -1,0 +1,79 @@
+"""Handler callbacks: token checks and the completion of an accepted (202) attempt."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from app.db.database import Database
+from app.db.executions import ExecutionRepository
+from app.db.handlers import MetaRepository
+from app.domain.errors import Forbidden, NotFound, StaleAttempt, Unauthenticated
+from app.domain.executions import ErrorType, Execution, Outcome, OutcomeKind
+from app.domain.signing import callback_token, new_server_key, verify_callback_token
+from app.services.outcomes import OutcomeService
+
+SERVER_KEY = "callback_server_key"
+
+
+async def load_server_key(db: Database) -> str:
+    """The key every node signs callback tokens with, generated once per database."""
+    async with db.transaction() as conn:
+        return await MetaRepository().get_or_create(conn, SERVER_KEY, new_server_key())
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    succeeded: bool
+    result: Any = None
+    error_message: str | None = None
+    error_type: str | None = None
+    retryable: bool = True
+
+
+class CallbackService:
+    def __init__(
+        self,
+        db: Database,
+        server_key: str,
+        outcomes: OutcomeService,
+        executions: ExecutionRepository | None = None,
+    ) -> None:
+        self.db = db
+        self.server_key = server_key
+        self.outcomes = outcomes
+        self.executions = executions or ExecutionRepository()
+
+    def token_for(self, execution_id: UUID, attempt: int) -> str:
+        return callback_token(self.server_key, execution_id, attempt)
+
+    def authorize(self, execution_id: UUID, token: str | None) -> int:
+        """The attempt a callback token speaks for; 401 without one, 403 for a bad or foreign one."""
+        if not token:
+            raise Unauthenticated("a callback token is required: Authorization: Bearer <callback.token>")
+        attempt = verify_callback_token(self.server_key, execution_id, token)
+        if attempt is None:
+            raise Forbidden("the callback token is not valid for this execution")
+        return attempt
+
+    async def complete(self, execution_id: UUID, token: str | None, completion: Completion) -> Execution:
+        attempt = self.authorize(execution_id, token)
+        async with self.db.transaction() as conn:
+            current = await self.executions.get(conn, execution_id)
+            if current is None:
+                raise NotFound("execution", execution_id)
+            if current.attempt != attempt:
+                raise StaleAttempt(attempt, current.attempt)
+            if completion.succeeded:
+                changed = await self.outcomes.succeed(conn, execution_id, attempt, completion.result)
+            else:
+                outcome = Outcome(
+                    OutcomeKind.FAILED,
+                    error=completion.error_message or "handler reported failure",
+                    error_type=completion.error_type or ErrorType.HANDLER_FAILED,
+                    retryable=completion.retryable,
+                )
+                changed = await self.outcomes.fail(conn, execution_id, attempt, outcome)
+            # Zero rows: a duplicate, or no longer PROCESSING. An idempotent no-op.
+            return changed or current

@@ -1,0 +1,88 @@
+"""Reading executions and the user's state changes: cancel, manual retry."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import orjson
+
+from app.db.database import Database
+from app.db.executions import ExecutionRepository
+from app.domain.errors import FieldError, InvalidTransition, NotFound, ValidationFailed
+from app.domain.executions import Execution, ListFilter
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    items: list[Execution]
+    next_cursor: str | None
+
+
+def encode_cursor(execution: Execution) -> str:
+    raw = orjson.dumps([execution.created_at.isoformat(), str(execution.id)])
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        created, id_ = orjson.loads(raw)
+        when = datetime.fromisoformat(created)
+        if when.tzinfo is None:
+            raise ValueError("naive time")
+        return when, UUID(id_)
+    except (binascii.Error, ValueError, TypeError, orjson.JSONDecodeError) as exc:
+        raise ValidationFailed([FieldError("cursor", "not a cursor this API issued")]) from exc
+
+
+class ExecutionService:
+    def __init__(self, db: Database, executions: ExecutionRepository | None = None) -> None:
+        self.db = db
+        self.executions = executions or ExecutionRepository()
+
+    async def get(self, execution_id: UUID) -> Execution:
+        async with self.db.transaction() as conn:
+            execution = await self.executions.get(conn, execution_id)
+        if execution is None:
+            raise NotFound("execution", execution_id)
+        return execution
+
+    async def list(self, filters: ListFilter, limit: int, cursor: str | None) -> Page:
+        after = decode_cursor(cursor) if cursor else None
+        async with self.db.transaction() as conn:
+            items = await self.executions.list(conn, filters, limit + 1, after)
+        more = len(items) > limit
+        items = items[:limit]
+        return Page(items, encode_cursor(items[-1]) if more and items else None)
+
+    async def cancel(self, execution_id: UUID) -> Execution:
+        async with self.db.transaction() as conn:
+            execution = await self.executions.cancel(conn, execution_id)
+            if execution is None:
+                await self._explain_refusal(conn, execution_id, "cancel")
+        assert execution is not None
+        return execution
+
+    async def retry(self, execution_id: UUID) -> Execution:
+        async with self.db.transaction() as conn:
+            execution = await self.executions.retry_manually(conn, execution_id)
+            if execution is None:
+                await self._explain_refusal(conn, execution_id, "retry")
+            await self.executions.notify(conn, self.db.notify_channel, execution.queue)  # type: ignore[union-attr]
+        assert execution is not None
+        return execution
+
+    async def events(self, execution_id: UUID) -> list[dict[str, Any]]:
+        async with self.db.transaction() as conn:
+            return await self.executions.events(conn, execution_id)
+
+    async def _explain_refusal(self, conn: Any, execution_id: UUID, operation: str) -> None:
+        current = await self.executions.get(conn, execution_id)
+        if current is None:
+            raise NotFound("execution", execution_id)
+        raise InvalidTransition(operation, current.state)

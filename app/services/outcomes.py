@@ -1,0 +1,89 @@
+"""Claiming work and recording what became of each attempt (dispatcher and callbacks share it)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from app.db.database import Database
+from app.db.executions import ExecutionRepository
+from app.domain.executions import ClaimedJob, ErrorType, Execution, Outcome, OutcomeKind
+from app.domain.retry import RetryPolicy
+from app.domain.states import JobState
+from app.domain.text import error_text
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimConfig:
+    node_id: str
+    queues: tuple[str, ...]
+    default_timeout: float
+
+
+class OutcomeService:
+    def __init__(
+        self,
+        db: Database,
+        retry: RetryPolicy,
+        claim_config: ClaimConfig,
+        executions: ExecutionRepository | None = None,
+    ) -> None:
+        self.db = db
+        self.retry = retry
+        self.claim_config = claim_config
+        self.executions = executions or ExecutionRepository()
+
+    async def claim(self, n: int) -> list[ClaimedJob]:
+        c = self.claim_config
+        async with self.db.transaction() as conn:
+            return await self.executions.claim(conn, c.node_id, n, c.queues, c.default_timeout)
+
+    async def record(self, results: Sequence[tuple[ClaimedJob, Outcome]]) -> None:
+        """Record a batch of dispatch outcomes in one transaction; on error, one by one."""
+        try:
+            async with self.db.transaction() as conn:
+                await self._record(conn, results)
+        except Exception:
+            if len(results) == 1:
+                raise
+            log.exception("recording %d outcomes together failed; recording them one by one", len(results))
+            for one in results:
+                try:
+                    async with self.db.transaction() as conn:
+                        await self._record(conn, [one])
+                except Exception:
+                    log.exception("recording the outcome of execution %s failed", one[0].id)
+
+    async def _record(self, conn: Any, results: Sequence[tuple[ClaimedJob, Outcome]]) -> None:
+        succeeded = [(j.id, j.attempt, o.result) for j, o in results if o.kind is OutcomeKind.SUCCEEDED]
+        accepted = [(j.id, j.attempt) for j, o in results if o.kind is OutcomeKind.ACCEPTED]
+        if succeeded:
+            await self.executions.succeed_many(conn, succeeded)
+        if accepted:
+            await self.executions.release_to_handler(conn, self.claim_config.node_id, accepted)
+        for job, outcome in results:
+            if outcome.kind in (OutcomeKind.FAILED, OutcomeKind.ABANDONED):
+                await self.fail(conn, job.id, job.attempt, outcome)
+
+    async def fail(self, conn: Any, execution_id: UUID, attempt: int, outcome: Outcome) -> Execution | None:
+        abandoned = outcome.kind is OutcomeKind.ABANDONED
+        delay = outcome.retry_after if outcome.retry_after is not None else self.retry.delay(attempt)
+        return await self.executions.fail(
+            conn,
+            execution_id,
+            attempt,
+            cause=JobState.ABANDONED if abandoned else JobState.FAILED,
+            error=error_text(outcome.error or ""),
+            error_type=outcome.error_type or (ErrorType.ABANDONED_DEADLINE if abandoned else ErrorType.HANDLER_FAILED),
+            retryable=outcome.retryable,
+            delay=delay,
+        )
+
+    async def succeed(self, conn: Any, execution_id: UUID, attempt: int, result: Any) -> Execution | None:
+        done = await self.executions.succeed_many(conn, [(execution_id, attempt, result)])
+        return done[0] if done else None

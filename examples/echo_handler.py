@@ -1,0 +1,45 @@
+"""A minimal Jobwire handler: verifies the signature, answers {"result": <payload>}.
+
+    JOBWIRE_HANDLER_SECRET=whsec_... python examples/echo_handler.py --port 9000
+
+Without a secret it skips verification (for a first try only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import hmac
+import os
+
+from aiohttp import web
+
+
+def verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.".encode() + body
+    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+    return any(hmac.compare_digest(f"v1,{expected}", sig) for sig in headers["webhook-signature"].split())
+
+
+async def echo(request: web.Request) -> web.Response:
+    body = await request.read()
+    secret = os.environ.get("JOBWIRE_HANDLER_SECRET")
+    if secret and not verify(secret, dict(request.headers), body):
+        return web.json_response({"error": "bad signature"}, status=401)
+    job = await request.json()
+    return web.json_response({"result": job["payload"]})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=9000)
+    args = parser.parse_args()
+    app = web.Application()
+    app.router.add_post("/echo", echo)
+    web.run_app(app, host="127.0.0.1", port=args.port, access_log=None)
+
+
+if __name__ == "__main__":
+    main()
