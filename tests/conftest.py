@@ -1,0 +1,242 @@
+"""Shared fixtures: a real PostgreSQL (embedded by default, or JOBWIRE_TEST_DATABASE_URL),
+one migrated database per test session, tables emptied before each test, a real Jobwire
+server (uvicorn on loopback) and a real handler server (aiohttp on loopback)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+import uvicorn
+from aiohttp import web
+from sqlalchemy.engine import make_url
+
+from app.config import Settings
+from app.db.database import Database
+from app.db.engine import DatabaseConfig, create_engine
+from app.db.migrate import upgrade_sync
+from app.main import create_app
+
+TABLES = ("job_logs", "job_steps", "job_events", "job_executions", "job_schedules", "job_handlers",
+          "job_queues", "job_server_heartbeats")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def with_database(url: str, name: str) -> str:
+    return make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A PostgreSQL server: JOBWIRE_TEST_DATABASE_URL, or an embedded one for this session."""
+    external = os.environ.get("JOBWIRE_TEST_DATABASE_URL")
+    if external:
+        yield external
+        return
+    from app.db.embedded import EmbeddedPostgres
+
+    embedded = EmbeddedPostgres(tmp_path_factory.mktemp("embedded"))
+    try:
+        yield embedded.start()
+    finally:
+        embedded.stop()
+
+
+async def admin(server: str, sql: str) -> None:
+    conn = await asyncpg.connect(make_url(server).set(drivername="postgresql").render_as_string(hide_password=False))
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="session")
+async def fresh_database(server_url: str) -> AsyncIterator[Callable[[], Awaitable[str]]]:
+    """Creates empty databases on the test server (dropped at the end); returns their URLs."""
+    created: list[str] = []
+
+    async def make() -> str:
+        name = f"jobwire_test_{os.getpid()}_{secrets.token_hex(4)}"
+        await admin(server_url, f'CREATE DATABASE "{name}"')
+        created.append(name)
+        return with_database(server_url, name)
+
+    yield make
+    for name in created:
+        await admin(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+async def database_url(fresh_database: Callable[[], Awaitable[str]]) -> str:
+    """The session's migrated database."""
+    url = await fresh_database()
+    await asyncio.to_thread(upgrade_sync, url, None)
+    return url
+
+
+@pytest.fixture(scope="session")
+async def session_db(database_url: str) -> AsyncIterator[Database]:
+    db = Database(create_engine(DatabaseConfig(url=database_url)), None)
+    yield db
+    await db.dispose()
+
+
+@pytest.fixture
+async def db(session_db: Database) -> Database:
+    """The session database with every job table emptied (job_meta keeps the server key)."""
+    async with session_db.transaction() as conn:
+        await conn.exec_driver_sql(f"TRUNCATE {', '.join(TABLES)}")
+    return session_db
+
+
+def test_settings(database_url: str, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "migrate_on_start": False,
+        "port": free_port(),
+        "poll_interval": 0.2,
+        "retry_base_delay": 0.05,
+        "retry_max_delay": 0.2,
+        "shutdown_grace": 2.0,
+        "node_name": "test",
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+@dataclass
+class RunningServer:
+    url: str
+    app: Any
+    settings: Settings
+    server: uvicorn.Server
+    task: asyncio.Task[None]
+
+    async def stop(self) -> None:
+        self.server.should_exit = True
+        await self.task
+
+
+async def start_server(settings: Settings) -> RunningServer:
+    app = create_app(settings)
+    config = uvicorn.Config(app, host="127.0.0.1", port=settings.port, log_level="warning",
+                            lifespan="on", access_log=False)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    for _ in range(300):
+        if server.started:
+            break
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.02)
+    else:
+        raise RuntimeError("jobwire did not start")
+    return RunningServer(f"http://127.0.0.1:{settings.port}", app, settings, server, task)
+
+
+@pytest.fixture
+async def jobwire(db: Database, database_url: str) -> AsyncIterator[Callable[..., Awaitable[RunningServer]]]:
+    """Starts real Jobwire servers (API + dispatcher) against the emptied session database."""
+    running: list[RunningServer] = []
+
+    async def start(**overrides: Any) -> RunningServer:
+        server = await start_server(test_settings(database_url, **overrides))
+        running.append(server)
+        return server
+
+    yield start
+    for server in running:
+        await server.stop()
+
+
+@pytest.fixture
+async def api(jobwire: Callable[..., Awaitable[RunningServer]]) -> AsyncIterator[httpx.AsyncClient]:
+    """An httpx client on one running Jobwire server with default test settings."""
+    server = await jobwire()
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+        client.server = server  # type: ignore[attr-defined]
+        yield client
+
+
+Behaviour = Callable[[web.Request, dict[str, Any]], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class HandlerServer:
+    """A real handler on loopback. Each path has a behaviour; every request is recorded."""
+
+    url: str
+    received: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    bodies: list[bytes] = field(default_factory=list)
+    behaviours: dict[str, Behaviour] = field(default_factory=dict)
+
+    def route(self, path: str, behaviour: Behaviour) -> str:
+        self.behaviours[path] = behaviour
+        return f"{self.url}{path}"
+
+    async def wait_for(self, count: int, timeout: float = 10.0) -> None:
+        for _ in range(int(timeout / 0.02)):
+            if len(self.received) >= count:
+                return
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"handler got {len(self.received)} requests, expected {count}")
+
+
+async def reply_result(_: web.Request, job: dict[str, Any]) -> web.StreamResponse:
+    return web.json_response({"result": job["payload"]})
+
+
+@pytest.fixture
+async def handler() -> AsyncIterator[HandlerServer]:
+    port = free_port()
+    hs = HandlerServer(url=f"http://127.0.0.1:{port}")
+
+    async def dispatch(request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        job = await request.json()
+        hs.received.append(job)
+        hs.headers.append(dict(request.headers))
+        hs.bodies.append(body)
+        behaviour = hs.behaviours.get(request.path, reply_result)
+        return await behaviour(request, job)
+
+    app = web.Application()
+    app.router.add_post("/{tail:.*}", dispatch)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    yield hs
+    await runner.cleanup()
+
+
+async def register(client: httpx.AsyncClient, name: str, url: str, **extra: Any) -> dict[str, Any]:
+    response = await client.put(f"/v1/handlers/{name}", json={"url": url, **extra})
+    assert response.status_code in (200, 201), response.text
+    return response.json()
+
+
+async def wait_for_state(client: httpx.AsyncClient, execution_id: str, states: set[str] | str,
+                         timeout: float = 10.0) -> dict[str, Any]:
+    wanted = {states} if isinstance(states, str) else states
+    body: dict[str, Any] = {}
+    for _ in range(int(timeout / 0.02)):
+        body = (await client.get(f"/v1/executions/{execution_id}")).json()
+        if body.get("state") in wanted:
+            return body
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"execution {execution_id} stayed {body.get('state')}, expected {wanted}: {body}")
