@@ -102,7 +102,7 @@ async def db(session_db: Database) -> Database:
     return session_db
 
 
-def test_settings(database_url: str, **overrides: Any) -> Settings:
+def settings_for(database_url: str, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "database_url": database_url,
         "migrate_on_start": False,
@@ -153,7 +153,7 @@ async def jobwire(db: Database, database_url: str) -> AsyncIterator[Callable[...
     running: list[RunningServer] = []
 
     async def start(**overrides: Any) -> RunningServer:
-        server = await start_server(test_settings(database_url, **overrides))
+        server = await start_server(settings_for(database_url, **overrides))
         running.append(server)
         return server
 

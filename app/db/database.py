@@ -10,13 +10,30 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.domain.errors import DatabaseUnavailable
 
+# SQLSTATEs that mean "the server is not there for us right now", not "this statement is wrong":
+# connection exceptions (08…), admin/crash shutdown, cannot connect now, too many connections,
+# and a database refusing connections.
+_UNAVAILABLE_PREFIXES = ("08", "57P01", "57P02", "57P03", "53300", "55000")
 
-def _is_connection_problem(exc: BaseException) -> bool:
-    if isinstance(exc, (OperationalError, InterfaceError)):
+
+def _sqlstate(exc: BaseException) -> str | None:
+    orig = getattr(exc, "orig", None)
+    for candidate in (orig, getattr(orig, "__cause__", None)):
+        code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
+        if code:
+            return str(code)
+    return None
+
+
+def is_connection_problem(exc: BaseException) -> bool:
+    if isinstance(exc, (OSError, ConnectionError, InterfaceError)):
         return True
-    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-        return True
-    return isinstance(exc, (OSError, ConnectionError))
+    if isinstance(exc, DBAPIError):
+        if exc.connection_invalidated or isinstance(exc, OperationalError):
+            return True
+        state = _sqlstate(exc)
+        return bool(state and state.startswith(_UNAVAILABLE_PREFIXES))
+    return False
 
 
 class Database:
@@ -30,12 +47,25 @@ class Database:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
         try:
-            async with self.engine.begin() as conn:
+            conn = await self.engine.connect()
+        except Exception as exc:  # no connection at all: the database is not reachable
+            raise DatabaseUnavailable(_first_line(exc)) from exc
+        try:
+            async with conn.begin():
                 yield conn
         except (DBAPIError, OSError, ConnectionError) as exc:
-            if _is_connection_problem(exc):
-                raise DatabaseUnavailable(str(exc).splitlines()[0]) from exc
+            if is_connection_problem(exc):
+                raise DatabaseUnavailable(_first_line(exc)) from exc
             raise
+        finally:
+            try:
+                await conn.close()
+            except Exception:  # closing a connection that died must not mask the first error
+                pass
 
     async def dispose(self) -> None:
         await self.engine.dispose()
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0]

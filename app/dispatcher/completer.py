@@ -19,7 +19,7 @@ class Completer(Generic[T]):
     """
 
     def __init__(self, flush: Callable[[list[T]], Awaitable[None]], linger: float = 0.002,
-                 max_batch: int = 500) -> None:
+                 max_batch: int = 500, retry_delay: float = 0.5, close_attempts: int = 10) -> None:
         self._flush = flush
         self._linger = linger
         self._max_batch = max_batch
@@ -27,6 +27,8 @@ class Completer(Generic[T]):
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
+        self._retry_delay = retry_delay
+        self._close_attempts = close_attempts
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="jobwire-completer")
@@ -45,13 +47,23 @@ class Completer(Generic[T]):
             if len(self._buffer) < self._max_batch and not self._closing:
                 await asyncio.sleep(self._linger)
             self._ready.clear()
+            failures = 0
             while self._buffer:
                 batch = self._buffer[: self._max_batch]
-                del self._buffer[: self._max_batch]
                 try:
                     await self._flush(batch)
-                except Exception:
-                    log.exception("writing %d outcomes failed", len(batch))
+                except Exception as exc:
+                    # Keep the batch and try again: an outcome dropped here would leave its
+                    # attempt to the deadline scan, and the work would run twice.
+                    failures += 1
+                    if self._closing and failures >= self._close_attempts:
+                        log.error("giving up on %d unwritten outcomes at shutdown: %s", len(self._buffer), exc)
+                        return
+                    log.warning("writing %d outcomes failed (%s); retrying", len(batch), exc)
+                    await asyncio.sleep(min(self._retry_delay * failures, 5.0))
+                    continue
+                failures = 0
+                del self._buffer[: len(batch)]
             if self._closing:
                 return
 

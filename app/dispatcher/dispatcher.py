@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from app.dispatcher.completer import Completer
+from app.domain.errors import DatabaseUnavailable
 from app.domain.executions import ClaimedJob, ErrorType, Outcome, OutcomeKind
 from app.handlers.dispatch import call_handler
 from app.handlers.transport import Transport
@@ -84,6 +85,11 @@ class Dispatcher:
             self._wake.clear()
             try:
                 claimed = await self.run_once()
+            except DatabaseUnavailable as exc:
+                log.warning("claiming failed, database unavailable (%s); retrying in %.1fs", exc,
+                            self.config.poll_interval)
+                await self._sleep_or_wake(self.config.poll_interval)
+                continue
             except Exception:
                 log.exception("claiming failed; retrying in %.1fs", self.config.poll_interval)
                 await self._sleep_or_wake(self.config.poll_interval)

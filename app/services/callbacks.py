@@ -75,5 +75,8 @@ class CallbackService:
                     retryable=completion.retryable,
                 )
                 changed = await self.outcomes.fail(conn, execution_id, attempt, outcome)
-            # Zero rows: a duplicate, or no longer PROCESSING. An idempotent no-op.
-            return changed or current
+            if changed is not None:
+                return changed
+            # Zero rows: a duplicate, or no longer PROCESSING. An idempotent no-op that reports
+            # the execution as it is now (another writer may have moved it since we read it).
+            return await self.executions.get(conn, execution_id) or current

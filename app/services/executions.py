@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -35,8 +35,9 @@ def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
         when = datetime.fromisoformat(created)
         if when.tzinfo is None:
             raise ValueError("naive time")
+        when.astimezone(UTC)  # OverflowError when out of range in UTC (asyncpg would fail on it)
         return when, UUID(id_)
-    except (binascii.Error, ValueError, TypeError, orjson.JSONDecodeError) as exc:
+    except (binascii.Error, ValueError, TypeError, OverflowError, orjson.JSONDecodeError) as exc:
         raise ValidationFailed([FieldError("cursor", "not a cursor this API issued")]) from exc
 
 

@@ -10,6 +10,7 @@ from uuid import UUID
 
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
+from app.domain.errors import DatabaseUnavailable
 from app.domain.executions import ClaimedJob, ErrorType, Execution, Outcome, OutcomeKind
 from app.domain.retry import RetryPolicy
 from app.domain.states import JobState
@@ -44,20 +45,32 @@ class OutcomeService:
             return await self.executions.claim(conn, c.node_id, n, c.queues, c.default_timeout)
 
     async def record(self, results: Sequence[tuple[ClaimedJob, Outcome]]) -> None:
-        """Record a batch of dispatch outcomes in one transaction; on error, one by one."""
+        """Record a batch of dispatch outcomes in one transaction.
+
+        DatabaseUnavailable propagates: the caller keeps the batch and tries again (every write
+        is guarded, so re-applying a recorded outcome is a no-op). Any other error isolates the
+        culprit by recording one by one; an outcome that cannot be written at all is logged and
+        left to the deadline scan, which abandons and retries its attempt.
+        """
         try:
             async with self.db.transaction() as conn:
                 await self._record(conn, results)
+            return
+        except DatabaseUnavailable:
+            raise
         except Exception:
             if len(results) == 1:
-                raise
+                log.exception("recording the outcome of execution %s failed", results[0][0].id)
+                return
             log.exception("recording %d outcomes together failed; recording them one by one", len(results))
-            for one in results:
-                try:
-                    async with self.db.transaction() as conn:
-                        await self._record(conn, [one])
-                except Exception:
-                    log.exception("recording the outcome of execution %s failed", one[0].id)
+        for one in results:
+            try:
+                async with self.db.transaction() as conn:
+                    await self._record(conn, [one])
+            except DatabaseUnavailable:
+                raise
+            except Exception:
+                log.exception("recording the outcome of execution %s failed", one[0].id)
 
     async def _record(self, conn: Any, results: Sequence[tuple[ClaimedJob, Outcome]]) -> None:
         succeeded = [(j.id, j.attempt, o.result) for j, o in results if o.kind is OutcomeKind.SUCCEEDED]
