@@ -34,7 +34,7 @@ class Settings(BaseSettings):
     db_schema: str | None = Field(None, description="schema of every job table and of alembic's history")
     migrate_on_start: bool = Field(True, description="run `alembic upgrade head` at start-up")
     host: str = Field("127.0.0.1", description="listen address")
-    port: int = Field(8000, ge=0, le=65535, description="listen port")
+    port: int = Field(8000, ge=1, le=65535, description="listen port")
     public_url: str | None = Field(None, description="base URL handlers call back; default http://<host>:<port>")
     api_keys: Annotated[list[str], NoDecode] = Field(default_factory=list, description="Bearer keys for management routes; empty → open")
     node_name: str = Field(default_factory=socket.gethostname, description="first part of the node id")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from importlib import resources
 from pathlib import Path
 
@@ -39,12 +40,20 @@ def head_revisions() -> set[str]:
     return set(ScriptDirectory(str(script_location())).get_heads())
 
 
+# Alembic keeps its running environment (`alembic.context`, `alembic.op`) in module globals,
+# so two migrations in one process (two apps' start-ups, each in a worker thread) would tear
+# down each other's context. Serialise them here; across processes env.py's advisory lock does.
+_IN_PROCESS = threading.Lock()
+
+
 def upgrade_sync(url: str, schema: str | None, revision: str = "head") -> None:
-    command.upgrade(alembic_config(url, schema), revision)
+    with _IN_PROCESS:
+        command.upgrade(alembic_config(url, schema), revision)
 
 
 def downgrade_sync(url: str, schema: str | None, revision: str) -> None:
-    command.downgrade(alembic_config(url, schema), revision)
+    with _IN_PROCESS:
+        command.downgrade(alembic_config(url, schema), revision)
 
 
 async def upgrade(url: str, schema: str | None) -> None:

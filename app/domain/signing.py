@@ -46,7 +46,7 @@ def callback_token(server_key: str, execution_id: object, attempt: int) -> str:
 def verify_callback_token(server_key: str, execution_id: object, token: str) -> int | None:
     """The attempt the token was minted for, or None when it is not a token for this execution."""
     attempt_text, sep, mac = token.partition(".")
-    if not sep or not attempt_text.isdigit() or len(attempt_text) > 9:
+    if not sep or not (attempt_text.isascii() and attempt_text.isdigit()) or len(attempt_text) > 9:
         return None
     attempt = int(attempt_text)
     if not hmac.compare_digest(mac.encode(), _token_mac(server_key, execution_id, attempt).encode()):

@@ -13,7 +13,8 @@ import orjson
 
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
-from app.domain.errors import FieldError, InvalidTransition, NotFound, ValidationFailed
+from app.db.handlers import HandlerRepository
+from app.domain.errors import Conflict, FieldError, InvalidTransition, NotFound, ValidationFailed
 from app.domain.executions import Execution, ListFilter
 
 
@@ -42,9 +43,15 @@ def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
 
 
 class ExecutionService:
-    def __init__(self, db: Database, executions: ExecutionRepository | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        executions: ExecutionRepository | None = None,
+        handlers: HandlerRepository | None = None,
+    ) -> None:
         self.db = db
         self.executions = executions or ExecutionRepository()
+        self.handlers = handlers or HandlerRepository()
 
     async def get(self, execution_id: UUID) -> Execution:
         async with self.db.transaction() as conn:
@@ -71,6 +78,12 @@ class ExecutionService:
 
     async def retry(self, execution_id: UUID) -> Execution:
         async with self.db.transaction() as conn:
+            current = await self.executions.get(conn, execution_id)
+            if current is None:
+                raise NotFound("execution", execution_id)
+            # Held until commit, like an enqueue: a handler being deleted cannot lose this job.
+            if not await self.handlers.lock_for_enqueue(conn, [current.handler]):
+                raise Conflict(f"handler {current.handler!r} is no longer registered; register it again to retry")
             execution = await self.executions.retry_manually(conn, execution_id)
             if execution is None:
                 await self._explain_refusal(conn, execution_id, "retry")

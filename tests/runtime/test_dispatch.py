@@ -101,6 +101,13 @@ async def test_a_failed_attempt_is_retried_then_succeeds_with_its_events(api, ha
     ]
     assert [r["attempt"] for r in handler.received] == [0, 1]
 
+    async with db.transaction() as conn:
+        history = await ExecutionRepository().events(conn, UUID(job["id"]))
+    processing, failed = history[1], history[2]
+    assert failed["started_at"] == processing["started_at"] is not None  # the attempt that ended
+    assert failed["completed_at"] is not None
+    assert history[3]["started_at"] is None and history[3]["completed_at"] is None  # re-enqueued
+
 
 async def test_spent_attempts_end_in_dead_letter(api, handler, db):
     await register(api, "broken", handler.route("/broken", status(500, body={"error": "x" * 5000})))

@@ -134,7 +134,9 @@ RETURNING e.id
 -- A failed or abandoned attempt, and its retry, in ONE statement: re-enqueue after :delay while
 -- attempts remain and the failure is retryable, else DEAD_LETTER (an abandoned CRON attempt stays
 -- ABANDONED: its schedule fires again). Events: the cause, then the new state.
-WITH u AS (
+WITH before AS (
+    SELECT started_at FROM job_executions WHERE id = :id
+), u AS (
     UPDATE job_executions
     SET state = CASE
             WHEN :retryable AND attempt + 1 < max_attempts
@@ -153,14 +155,27 @@ WITH u AS (
             WHEN :retryable AND attempt + 1 < max_attempts
                  AND NOT (:cause = 'ABANDONED' AND job_type = 'CRON') THEN NULL
             ELSE now() END,
+        -- A re-enqueued row shows no times of the attempt that just ended (as a manual retry).
+        started_at = CASE
+            WHEN :retryable AND attempt + 1 < max_attempts
+                 AND NOT (:cause = 'ABANDONED' AND job_type = 'CRON') THEN NULL
+            ELSE started_at END,
+        deadline_at = CASE
+            WHEN :retryable AND attempt + 1 < max_attempts
+                 AND NOT (:cause = 'ABANDONED' AND job_type = 'CRON') THEN NULL
+            ELSE deadline_at END,
         last_error = :error, error_type = :error_type, locked_by = NULL, updated_at = now()
     WHERE id = :id AND attempt = :attempt AND state = ANY(CAST(:from_states AS text[]))
     RETURNING $COLUMNS
 ), ev AS (
     INSERT INTO job_events (execution_id, event)
-    SELECT u.id, $EVENT(u, x.state, x.attempt)
-    FROM u, LATERAL (VALUES (1, CAST(:cause AS text), CAST(:attempt AS int)),
-                            (2, u.state, u.attempt)) AS x(ord, state, attempt)
+    -- The cause event describes the attempt that ended: its start, and now as its end.
+    SELECT u.id, $EVENT(u, x.state, x.attempt) || CASE WHEN x.ord = 1
+               THEN jsonb_build_object('started_at', before.started_at, 'completed_at', now())
+               ELSE '{}' END
+    FROM u CROSS JOIN before,
+         LATERAL (VALUES (1, CAST(:cause AS text), CAST(:attempt AS int)),
+                         (2, u.state, u.attempt)) AS x(ord, state, attempt)
     WHERE x.ord = 1 OR u.state <> :cause
     ORDER BY x.ord
 )

@@ -1,0 +1,227 @@
+"""The claim: partial indexes, order, due-ness, and no double claims under concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import text
+
+from app.db.database import Database
+from app.db.executions import ExecutionRepository
+from app.db.handlers import HandlerRepository
+from app.db.queries import load
+from app.domain.executions import NewJob
+from app.domain.signing import new_handler_secret
+from app.services.enqueue import EnqueueLimits, EnqueueService
+
+repo = ExecutionRepository()
+Q = load("executions.sql")
+
+
+async def add_handler(db: Database, name: str = "h") -> None:
+    async with db.transaction() as conn:
+        await HandlerRepository().upsert(conn, name=name, url="http://127.0.0.1:9/h", timeout_seconds=None,
+                                         max_concurrency=None, stateful=False, new_secret=new_handler_secret())
+
+
+async def enqueue(db: Database, jobs: list[NewJob]) -> list[uuid.UUID]:
+    service = EnqueueService(db, EnqueueLimits(max_payload_bytes=1_048_576))
+    ids: list[uuid.UUID] = []
+    for start in range(0, len(jobs), 1000):
+        ids += [r.execution.id for r in await service.enqueue(jobs[start:start + 1000])]
+    return ids
+
+
+async def claim(db: Database, n: int = 10, queues: list[str] | None = None, node: str = "node-1") -> list:
+    async with db.transaction() as conn:
+        return await repo.claim(conn, node, n, queues or [], default_timeout=60.0)
+
+
+def job(i: int = 0, **kw: object) -> NewJob:
+    return NewJob(handler="h", job_id=f"job-{i}", **kw)  # type: ignore[arg-type]
+
+
+# --- EXPLAIN -----------------------------------------------------------------------------------
+
+def with_literals(sql: str, values: dict[str, str]) -> str:
+    """The named statement with its :params replaced by SQL literals (EXPLAIN takes no binds here)."""
+    return re.sub(r"(?<![:\w]):(\w+)", lambda m: values[m[1]], sql)
+
+
+async def seed_for_explain(db: Database) -> None:
+    """Thousands of finished rows and a few hundred ENQUEUED ones over many queues, then ANALYZE:
+    a tiny table always gets a sequential scan."""
+    async with db.transaction() as conn:
+        await conn.execute(text("""
+            INSERT INTO job_executions (job_id, job_type, handler, queue, state, priority, scheduled_at)
+            SELECT 'old-' || g, 'DELAYED', 'h', 'q' || (g % 20),
+                   (ARRAY['SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'])[1 + g % 3], g % 5,
+                   now() - make_interval(secs => g)
+            FROM generate_series(1, 6000) AS g
+        """))
+        await conn.execute(text("""
+            INSERT INTO job_executions (job_id, job_type, handler, queue, state, priority, scheduled_at)
+            SELECT 'new-' || g, 'DELAYED', 'h', 'q' || (g % 20), 'ENQUEUED', g % 5,
+                   now() - make_interval(secs => g)
+            FROM generate_series(1, 400) AS g
+        """))
+        await conn.execute(text("ANALYZE job_executions"))
+
+
+async def explain(db: Database, name: str, **values: str) -> str:
+    sql = with_literals(Q[name].text, {"n": "10", "node": "'explain-node'", "default_timeout": "60.0", **values})
+    async with db.transaction() as conn:
+        rows = await conn.exec_driver_sql("EXPLAIN " + sql)
+        return "\n".join(r[0] for r in rows)
+
+
+def uses_index(plan: str, index: str) -> bool:
+    return re.search(rf"(Index Scan using|Index Only Scan using|Bitmap Index Scan on) {index}\b", plan) is not None
+
+
+async def test_claim_all_queues_uses_its_partial_index(db: Database) -> None:
+    await add_handler(db)
+    await seed_for_explain(db)
+    plan = await explain(db, "executions_claim_all_queues")
+    assert uses_index(plan, "ix_job_executions_claim_all"), plan
+    assert "Seq Scan on job_executions" not in plan, plan
+
+
+@pytest.mark.parametrize("queues", [["q3"], ["q3", "q7"]])
+async def test_claim_of_named_queues_uses_its_partial_index(db: Database, queues: list[str]) -> None:
+    await add_handler(db)
+    await seed_for_explain(db)
+    array = "CAST(ARRAY[" + ", ".join(f"'{q}'" for q in queues) + "] AS text[])"
+    plan = await explain(db, "executions_claim_queues", queues=array)
+    assert uses_index(plan, "ix_job_executions_claim"), plan
+    assert "Seq Scan on job_executions" not in plan, plan
+
+
+# --- order and due-ness ------------------------------------------------------------------------
+
+async def test_claim_order_is_priority_desc_then_scheduled_at(db: Database) -> None:
+    await add_handler(db)
+    base = datetime.now(UTC) - timedelta(hours=1)
+    specs = [(0, 5), (10, 3), (0, 1), (10, 7), (-3, 0), (5, 2), (10, 1), (5, 9)]  # (priority, minutes)
+    ids = await enqueue(db, [job(i, priority=p, run_at=base + timedelta(minutes=m)) for i, (p, m) in enumerate(specs)])
+    expected = [ids[i] for i in sorted(range(len(specs)), key=lambda i: (-specs[i][0], specs[i][1]))]
+
+    claimed = []
+    while batch := await claim(db, n=3):
+        claimed += [c.id for c in batch]
+    assert claimed == expected
+
+
+async def test_one_batch_is_returned_sorted_best_first(db: Database) -> None:
+    # UPDATE … FROM returns rows in join order; the statement sorts the batch itself.
+    await add_handler(db)
+    base = datetime.now(UTC) - timedelta(hours=1)
+    jobs = [job(i, priority=i % 4, run_at=base + timedelta(seconds=100 - i)) for i in range(40)]
+    priority = {j.job_id: j.priority for j in jobs}
+    await enqueue(db, jobs)
+    batch = await claim(db, n=40)
+    keys = [(-priority[c.job_id], c.scheduled_at) for c in batch]
+    assert len(batch) == 40
+    assert keys == sorted(keys)
+
+
+async def test_claim_takes_at_most_n_jobs(db: Database) -> None:
+    await add_handler(db)
+    await enqueue(db, [job(i) for i in range(7)])
+    assert len(await claim(db, n=5)) == 5
+    assert len(await claim(db, n=5)) == 2
+    assert await claim(db, n=5) == []
+
+
+async def test_future_dated_jobs_are_not_claimed(db: Database) -> None:
+    await add_handler(db)
+    now = datetime.now(UTC)
+    due, later, delayed = await enqueue(db, [
+        job(1, run_at=now - timedelta(seconds=30)),
+        job(2, run_at=now + timedelta(hours=1)),
+        job(3, delay_seconds=3600.0),
+    ])
+    assert [c.id for c in await claim(db, n=10)] == [due]
+    assert await claim(db, n=10) == []
+    async with db.transaction() as conn:
+        assert (await repo.get(conn, later)).state == "ENQUEUED"  # type: ignore[union-attr]
+        assert (await repo.get(conn, delayed)).state == "ENQUEUED"  # type: ignore[union-attr]
+
+
+async def test_claim_of_named_queues_leaves_other_queues_alone(db: Database) -> None:
+    await add_handler(db)
+    ids = await enqueue(db, [job(1, queue="emails"), job(2, queue="reports"), job(3, queue="default")])
+    assert {c.id for c in await claim(db, queues=["emails", "reports"])} == {ids[0], ids[1]}
+    assert [c.id for c in await claim(db, queues=[])] == [ids[2]]
+
+
+async def test_claim_sets_processing_lock_start_and_deadline_and_writes_one_event(db: Database) -> None:
+    await add_handler(db)
+    [execution_id] = await enqueue(db, [job(1, timeout_seconds=30.0)])
+    [claimed] = await claim(db, node="node-x")
+    assert claimed.id == execution_id
+    assert claimed.handler_url == "http://127.0.0.1:9/h" and claimed.handler_secret
+    assert 25.0 < claimed.seconds_left <= 30.0
+    assert claimed.deadline_at - claimed.started_at == timedelta(seconds=30)
+    async with db.transaction() as conn:
+        row = await repo.get(conn, execution_id)
+        events = [e["new_state"] for e in await repo.events(conn, execution_id)]
+    assert row is not None and row.state == "PROCESSING" and row.locked_by == "node-x"
+    assert events == ["ENQUEUED", "PROCESSING"]
+
+
+async def test_deadline_falls_back_to_the_handler_timeout_then_the_default(db: Database) -> None:
+    async with db.transaction() as conn:
+        await HandlerRepository().upsert(conn, name="slow", url="http://127.0.0.1:9/s", timeout_seconds=45.0,
+                                         max_concurrency=None, stateful=False, new_secret=new_handler_secret())
+    await add_handler(db)
+    await enqueue(db, [NewJob(handler="slow", job_id="a", priority=1), job(2)])
+    by_handler = {c.handler: c for c in await claim(db, n=2)}
+    assert by_handler["slow"].deadline_at - by_handler["slow"].started_at == timedelta(seconds=45)
+    assert by_handler["h"].deadline_at - by_handler["h"].started_at == timedelta(seconds=60)  # default_timeout
+
+
+async def test_deadline_is_capped_by_max_duration(db: Database) -> None:
+    await add_handler(db)
+    await enqueue(db, [job(1, timeout_seconds=300.0, max_duration_seconds=10.0)])
+    [claimed] = await claim(db)
+    assert claimed.deadline_at - claimed.started_at == timedelta(seconds=10)
+
+
+# --- concurrency -------------------------------------------------------------------------------
+
+async def test_eight_claimers_never_claim_one_job_twice(db: Database) -> None:
+    await add_handler(db)
+    ids = await enqueue(db, [job(i, priority=i % 3) for i in range(2000)])
+
+    async def claimer(node: str) -> list[uuid.UUID]:
+        mine: list[uuid.UUID] = []
+        while True:
+            # Each batch is its own transaction on its own pooled connection, committed at once.
+            async with db.transaction() as conn:
+                batch = await repo.claim(conn, node, 10, [], default_timeout=60.0)
+            if not batch:
+                return mine
+            mine += [c.id for c in batch]
+
+    results = await asyncio.gather(*(claimer(f"node-{i}") for i in range(8)))
+    claimed = [i for r in results for i in r]
+    counts = Counter(claimed)
+    assert [i for i, n in counts.items() if n > 1] == []
+    assert set(claimed) == set(ids) and len(claimed) == 2000
+    assert sum(1 for r in results if r) > 1, "the claimers did not run concurrently"
+
+    async with db.transaction() as conn:
+        by_node = dict((await conn.execute(text(
+            "SELECT locked_by, count(*) FROM job_executions WHERE state = 'PROCESSING' GROUP BY locked_by"
+        ))).all())
+        processing_events = (await conn.execute(text(
+            "SELECT count(*), count(DISTINCT execution_id) FROM job_events WHERE event->>'new_state' = 'PROCESSING'"
+        ))).one()
+    assert by_node == {f"node-{i}": len(r) for i, r in enumerate(results) if r}
+    assert tuple(processing_events) == (2000, 2000)

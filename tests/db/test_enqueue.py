@@ -1,0 +1,189 @@
+"""Enqueue inserts: defaults, the ENQUEUED event, batches, and idempotency keys under concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from app.db.database import Database
+from app.db.executions import ExecutionRepository
+from app.db.handlers import HandlerRepository
+from app.domain.errors import PayloadTooLarge, ValidationFailed
+from app.domain.executions import NewJob, request_fingerprint
+from app.domain.signing import new_handler_secret
+from app.services.enqueue import EnqueueLimits, EnqueueService
+
+repo = ExecutionRepository()
+
+EVENT_KEYS = {"execution_id", "job_id", "job_type", "queue", "handler", "new_state", "attempt", "max_attempts",
+              "error_type", "scheduled_at", "created_at", "started_at", "completed_at", "metadata"}
+
+
+@pytest.fixture
+async def service(db: Database) -> EnqueueService:
+    async with db.transaction() as conn:
+        await HandlerRepository().upsert(conn, name="h", url="http://127.0.0.1:9/h", timeout_seconds=None,
+                                         max_concurrency=None, stateful=False, new_secret=new_handler_secret())
+    return EnqueueService(db, EnqueueLimits(max_payload_bytes=1_048_576))
+
+
+def keyed(key: str, payload: Any = None) -> NewJob:
+    fingerprint = request_fingerprint({"handler": "h", "payload": payload})
+    return NewJob(handler="h", job_id=f"job-{key}", payload=payload, idempotency_key=key, request_hash=fingerprint)
+
+
+async def scalar(db: Database, sql: str, **params: Any) -> Any:
+    async with db.transaction() as conn:
+        return (await conn.execute(text(sql), params)).scalar_one()
+
+
+async def stored_events(db: Database, execution_id: uuid.UUID) -> list[dict[str, Any]]:
+    async with db.transaction() as conn:
+        rows = await conn.execute(text("SELECT event FROM job_events WHERE execution_id = :id ORDER BY id"),
+                                  {"id": execution_id})
+        return [r[0] for r in rows]
+
+
+async def test_insert_applies_the_defaults(db: Database, service: EnqueueService) -> None:
+    [done] = await service.enqueue([NewJob(handler="h", job_id="report")])
+    e = done.execution
+    assert done.created
+    assert (e.state, e.job_type, e.queue, e.attempt, e.max_attempts, e.priority) == (
+        "ENQUEUED", "DELAYED", "default", 0, 5, 0)
+    assert e.progress.total == e.progress.succeeded == e.progress.failed == 0 and e.progress.status is None
+    assert e.result is None and e.started_at is None and e.locked_by is None
+    assert abs(e.scheduled_at - e.created_at) < timedelta(seconds=1)
+
+
+async def test_insert_writes_one_enqueued_event_with_the_curated_keys_only(db: Database,
+                                                                           service: EnqueueService) -> None:
+    [done] = await service.enqueue([NewJob(handler="h", job_id="report", payload={"p": 1},
+                                           parameters={"q": 2}, metadata={"team": "x"})])
+    [event] = await stored_events(db, done.execution.id)
+    assert set(event) == EVENT_KEYS
+    assert not {"payload", "parameters", "result", "last_error"} & set(event)
+    assert event["new_state"] == "ENQUEUED" and event["attempt"] == 0
+    assert event["execution_id"] == str(done.execution.id) and event["job_id"] == "report"
+    assert event["metadata"] == {"team": "x"} and event["started_at"] is None
+
+
+async def test_generated_job_id_defaults_to_the_execution_id(db: Database) -> None:
+    async with db.transaction() as conn:
+        await HandlerRepository().upsert(conn, name="h", url="http://x/", timeout_seconds=None,
+                                         max_concurrency=None, stateful=False, new_secret=new_handler_secret())
+        [e] = await repo.insert_many(conn, [NewJob(handler="h", job_id=None)])  # type: ignore[arg-type]
+    assert e is not None and e.job_id == str(e.id)
+
+
+async def test_absent_payload_is_sql_null_not_json_null(db: Database, service: EnqueueService) -> None:
+    [done] = await service.enqueue([NewJob(handler="h", job_id="j")])
+    assert await scalar(db, "SELECT payload IS NULL FROM job_executions WHERE id = :id", id=done.execution.id)
+
+
+async def test_delay_and_run_at_set_scheduled_at_in_database_time(db: Database, service: EnqueueService) -> None:
+    run_at = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    delayed, timed = await service.enqueue([NewJob(handler="h", job_id="a", delay_seconds=600.0),
+                                            NewJob(handler="h", job_id="b", run_at=run_at)])
+    delay = delayed.execution.scheduled_at - delayed.execution.created_at
+    assert timedelta(seconds=599) < delay < timedelta(seconds=601)
+    assert timed.execution.scheduled_at == run_at
+
+
+async def test_batch_insert_keeps_item_order_and_writes_one_event_each(db: Database,
+                                                                      service: EnqueueService) -> None:
+    results = await service.enqueue([NewJob(handler="h", job_id=f"j{i}", priority=i) for i in range(50)])
+    assert [r.execution.job_id for r in results] == [f"j{i}" for i in range(50)]
+    assert await scalar(db, "SELECT count(*) FROM job_events WHERE event->>'new_state' = 'ENQUEUED'") == 50
+
+
+async def test_a_batch_with_one_unknown_handler_inserts_nothing(db: Database, service: EnqueueService) -> None:
+    with pytest.raises(ValidationFailed) as info:
+        await service.enqueue([NewJob(handler="h", job_id="ok"), NewJob(handler="nope", job_id="bad")],
+                              field_prefix="jobs")
+    assert [e.field for e in info.value.errors] == ["jobs[1].handler"]
+    assert await scalar(db, "SELECT count(*) FROM job_executions") == 0
+    assert await scalar(db, "SELECT count(*) FROM job_events") == 0
+
+
+async def test_an_oversized_job_is_refused_before_anything_is_written(db: Database) -> None:
+    async with db.transaction() as conn:
+        await HandlerRepository().upsert(conn, name="h", url="http://x/", timeout_seconds=None,
+                                         max_concurrency=None, stateful=False, new_secret=new_handler_secret())
+    small = EnqueueService(db, EnqueueLimits(max_payload_bytes=100))
+    with pytest.raises(PayloadTooLarge):
+        await small.enqueue([NewJob(handler="h", job_id="big", payload="x" * 200)])
+    assert await scalar(db, "SELECT count(*) FROM job_executions") == 0
+
+
+async def test_repeated_idempotency_key_returns_the_first_execution(db: Database, service: EnqueueService) -> None:
+    [first] = await service.enqueue([keyed("order-1", {"n": 1})])
+    [again] = await service.enqueue([keyed("order-1", {"n": 1})])
+    assert first.created and not again.created
+    assert again.execution.id == first.execution.id
+    assert await scalar(db, "SELECT count(*) FROM job_executions") == 1
+    assert await scalar(db, "SELECT count(*) FROM job_events") == 1
+
+
+async def test_idempotency_key_with_a_different_body_is_refused(db: Database, service: EnqueueService) -> None:
+    await service.enqueue([keyed("order-1", {"n": 1})])
+    with pytest.raises(ValidationFailed):
+        await service.enqueue([keyed("order-1", {"n": 2})])
+    assert await scalar(db, "SELECT count(*) FROM job_executions") == 1
+
+
+async def test_idempotency_key_repeated_within_one_batch_yields_one_execution(db: Database,
+                                                                             service: EnqueueService) -> None:
+    a, b = await service.enqueue([keyed("k", 1), keyed("k", 1)])
+    assert a.created and not b.created and a.execution.id == b.execution.id
+    assert await scalar(db, "SELECT count(*) FROM job_executions") == 1
+
+
+async def test_concurrent_inserts_with_one_key_in_separate_transactions_yield_one_row(
+        db: Database, service: EnqueueService) -> None:
+    """The second insert waits on the unique index for the first transaction, then inserts nothing."""
+    async with db.engine.connect() as first, db.engine.connect() as second:
+        await first.begin()
+        await second.begin()
+        [mine] = await repo.insert_many(first, [keyed("race")])
+        assert mine is not None
+        racing = asyncio.create_task(repo.insert_many(second, [keyed("race")]))
+        await asyncio.sleep(0.2)
+        assert not racing.done(), "the second insert should wait for the first transaction"
+        await first.commit()
+        assert await asyncio.wait_for(racing, 10) == [None]
+        # A new statement in READ COMMITTED sees the committed row.
+        stored = await repo.by_idempotency_keys(second, ["race"])
+        assert stored["race"][0].id == mine.id
+        await second.commit()
+    assert await scalar(db, "SELECT count(*) FROM job_executions WHERE idempotency_key = 'race'") == 1
+    assert await scalar(db, "SELECT count(*) FROM job_events") == 1
+
+
+async def test_second_insert_succeeds_when_the_first_transaction_rolls_back(db: Database,
+                                                                           service: EnqueueService) -> None:
+    async with db.engine.connect() as first, db.engine.connect() as second:
+        await first.begin()
+        await second.begin()
+        await repo.insert_many(first, [keyed("retry-me")])
+        racing = asyncio.create_task(repo.insert_many(second, [keyed("retry-me")]))
+        await asyncio.sleep(0.2)
+        await first.rollback()
+        [winner] = await asyncio.wait_for(racing, 10)
+        assert winner is not None
+        await second.commit()
+    assert await scalar(db, "SELECT count(*) FROM job_executions WHERE idempotency_key = 'retry-me'") == 1
+
+
+async def test_many_concurrent_enqueues_with_one_key_create_one_execution(db: Database,
+                                                                          service: EnqueueService) -> None:
+    results = await asyncio.gather(*(service.enqueue([keyed("burst", {"x": 1})]) for _ in range(8)))
+    outcomes = [r for [r] in results]
+    assert sum(r.created for r in outcomes) == 1
+    assert len({r.execution.id for r in outcomes}) == 1
+    assert await scalar(db, "SELECT count(*) FROM job_executions") == 1
+    assert await scalar(db, "SELECT count(*) FROM job_events") == 1
