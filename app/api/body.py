@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -12,8 +13,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.auth import require_api_key
 from app.api.responses import problem
 from app.domain.jsonsafety import UnstorableJson, check_storable
+
+
+# Refusing a body, read and discard up to this much more of it (briefly) before answering.
+# Closing a connection with unread input makes the kernel send RST, which destroys the 413
+# before a client that writes its whole body first (httpx, requests) can read it.
+DRAIN_BYTES = 1 << 20
+DRAIN_SECONDS = 2.0
 
 
 class BodyTooLarge(Exception):
@@ -31,10 +40,14 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
-                await self._refuse(scope, receive, send)
-                return
+        headers = dict(scope.get("headers", ()))
+        declared = headers.get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            # A client waiting for `100 Continue` has sent nothing yet: answer without reading.
+            waiting = headers.get(b"expect", b"").lower() == b"100-continue"
+            drain = not waiting and int(declared) <= self.limit + DRAIN_BYTES
+            await self._refuse(scope, receive, send, drain=drain)
+            return
         seen = 0
         response_started = False
 
@@ -57,22 +70,47 @@ class BodyLimitMiddleware:
             await self.app(scope, counting_receive, tracking_send)
         except BodyTooLarge:
             if not response_started:
-                await self._refuse(scope, receive, send)
+                await self._refuse(scope, receive, send, drain=True)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, *, drain: bool) -> None:
+        if drain:
+            await _discard_body(receive, DRAIN_BYTES)
         response = problem(413, f"request body over the limit of {self.limit} bytes",
                            headers={"connection": "close"})
         await response(scope, receive, send)
+
+
+async def _discard_body(receive: Receive, budget: int) -> None:
+    """Reads what remains of the request body, up to `budget` bytes and DRAIN_SECONDS."""
+    try:
+        async with asyncio.timeout(DRAIN_SECONDS):
+            while budget > 0:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return
+                budget -= len(message.get("body", b""))
+                if not message.get("more_body", False):
+                    return
+    except TimeoutError:
+        return
 
 
 class StrictJSONRoute(APIRoute):
     """Parses JSON bodies with orjson and refuses what PostgreSQL cannot store, before
     FastAPI validates them: NaN, Infinity, 1e400, lone surrogates, \\u0000, nesting > 64."""
 
+    # The body is parsed here, before FastAPI runs the route's dependencies (its API-key check
+    # among them): management routes check the key first, so a caller without one gets 401
+    # whatever it sent, and costs no parsing.
+    api_key_first = False
+
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
+        api_key_first = self.api_key_first
 
         async def strict_handler(request: Request) -> Response:
+            if api_key_first:
+                require_api_key(request)
             body = await request.body()
             if body:
                 try:
@@ -92,6 +130,12 @@ class StrictJSONRoute(APIRoute):
             return await handler(request)
 
         return strict_handler
+
+
+class ManagementRoute(StrictJSONRoute):
+    """A route that takes an API key (when keys are configured), checked before its body."""
+
+    api_key_first = True
 
 
 def _path_parts(path: str) -> tuple[str | int, ...]:

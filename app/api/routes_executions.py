@@ -8,14 +8,14 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Query
 from starlette.responses import Response
 
-from app.api.body import StrictJSONRoute
+from app.api.body import ManagementRoute
 from app.api.responses import FastJSON
 from app.api.schemas import ExecutionOut, ExecutionPage, Name, Problem
 from app.api.services import Services, services
 from app.api.views import execution_view
 from app.domain.executions import ListFilter
 
-router = APIRouter(prefix="/v1/executions", tags=["executions"], route_class=StrictJSONRoute)
+router = APIRouter(prefix="/v1/executions", tags=["executions"], route_class=ManagementRoute)
 StateName = Literal["ENQUEUED", "PROCESSING", "SUCCEEDED", "FAILED", "CANCELLED", "ABANDONED", "DEAD_LETTER"]
 CONFLICT = {409: {"model": Problem, "description": "not allowed in the execution's current state"}}
 

@@ -7,14 +7,14 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path
 from starlette.responses import Response
 
-from app.api.body import StrictJSONRoute
+from app.api.body import ManagementRoute
 from app.api.responses import FastJSON
 from app.api.schemas import HandlerIn, HandlerList, HandlerOut, Name
 from app.api.services import Services, services
 from app.api.views import handler_view
 from app.services.handlers import HandlerSpec
 
-router = APIRouter(prefix="/v1/handlers", tags=["handlers"], route_class=StrictJSONRoute)
+router = APIRouter(prefix="/v1/handlers", tags=["handlers"], route_class=ManagementRoute)
 HandlerName = Annotated[Name, Path(description="handler name")]
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header
 from starlette.responses import Response
 
-from app.api.body import StrictJSONRoute
+from app.api.body import ManagementRoute
 from app.api.responses import FastJSON
 from app.api.schemas import BatchIn, BatchOut, ExecutionOut, JobIn
 from app.api.services import Services, services
@@ -15,7 +15,7 @@ from app.api.views import execution_view
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.names import is_valid_name
 
-router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=StrictJSONRoute)
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=ManagementRoute)
 
 
 @router.post("", response_model=ExecutionOut, status_code=201,

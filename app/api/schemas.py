@@ -12,8 +12,8 @@ from pydantic import (
     Field,
     Strict,
     StringConstraints,
+    ValidationInfo,
     field_validator,
-    model_validator,
 )
 
 from app.domain.executions import NewJob, request_fingerprint
@@ -23,7 +23,7 @@ SEVEN_DAYS = 7 * 86400
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 Name = Annotated[str, Strict(), StringConstraints(pattern=NAME_PATTERN)]
-Seconds = Annotated[float, Field(gt=0, le=SEVEN_DAYS)]
+Seconds = Annotated[float, Strict(), Field(gt=0, le=SEVEN_DAYS)]  # Strict: ints pass, "5" and true do not
 Int32 = Annotated[int, Strict(), Field(ge=INT32_MIN, le=INT32_MAX)]
 JsonObject = dict[str, Any]
 
@@ -61,7 +61,7 @@ class JobIn(StrictModel):
     queue: Name = "default"
     priority: Int32 = 0
     run_at: AwareDatetime | None = Field(None, description="RFC 3339 time with a zone; exclusive with delay_seconds")
-    delay_seconds: Annotated[float, Field(ge=0, le=365 * 86400)] | None = None
+    delay_seconds: Annotated[float, Strict(), Field(ge=0, le=365 * 86400)] | None = None
     max_attempts: Annotated[int, Strict(), Field(ge=1, le=1000)] = 5
     stateful: Annotated[bool, Strict()] = False
     timeout_seconds: Seconds | None = None
@@ -77,11 +77,24 @@ class JobIn(StrictModel):
             raise ValueError("must be an RFC 3339 string with a time zone")
         return value
 
-    @model_validator(mode="after")
-    def _one_start(self) -> JobIn:
-        if self.run_at is not None and self.delay_seconds is not None:
+    @field_validator("run_at")
+    @classmethod
+    def _run_at_in_range(cls, value: datetime | None) -> datetime | None:
+        # An offset can push a valid wall time outside Python's years 1-9999 in UTC.
+        if value is not None:
+            try:
+                value.astimezone(UTC)
+            except OverflowError:
+                raise ValueError("must fall within the years 1-9999 in UTC") from None
+        return value
+
+    @field_validator("delay_seconds")
+    @classmethod
+    def _one_start(cls, value: float | None, info: ValidationInfo) -> float | None:
+        # A field validator (not a model one) so the error names a field: `delay_seconds`.
+        if value is not None and info.data.get("run_at") is not None:
             raise ValueError("give run_at or delay_seconds, not both")
-        return self
+        return value
 
     def to_new_job(self, idempotency_key: str | None = None) -> NewJob:
         key = idempotency_key or self.idempotency_key

@@ -42,7 +42,8 @@ def _event(alias: str, state: str, attempt: str) -> str:
 
 
 _EVENT_CALL = re.compile(r"\$EVENT\((\w+),\s*([\w.]+),\s*([\w.]+)\)")
-_HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+_HEADER = re.compile(r"^-- (name|fragment): (\w+)\s*$", re.MULTILINE)
+_FRAGMENT_USE = re.compile(r"\$([a-z_]+)\b")
 
 
 def _expand(sql: str) -> str:
@@ -55,9 +56,18 @@ def _expand(sql: str) -> str:
 
 
 def parse(source: str) -> dict[str, str]:
-    """Split a .sql file on `-- name: x` headers; returns name → SQL (comments kept)."""
+    """Split a .sql file on `-- name: x` headers; returns name → SQL (comments kept).
+
+    A `-- fragment: y` section is not a statement: `$y` in a statement is replaced by it.
+    """
     chunks = _HEADER.split(source)
-    return {name: _expand(body).strip() for name, body in zip(chunks[1::2], chunks[2::2], strict=True)}
+    sections = list(zip(chunks[1::3], chunks[2::3], chunks[3::3], strict=True))
+    fragments = {name: body.strip() for kind, name, body in sections if kind == "fragment"}
+    return {
+        name: _expand(_FRAGMENT_USE.sub(lambda m: fragments.get(m[1], m[0]), body)).strip()
+        for kind, name, body in sections
+        if kind == "name"
+    }
 
 
 def load(filename: str) -> dict[str, TextClause]:

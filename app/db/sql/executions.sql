@@ -39,17 +39,10 @@ SELECT $COLUMNS, idempotency_key, request_hash FROM job_executions WHERE idempot
 -- name: execution_get
 SELECT $COLUMNS FROM job_executions WHERE id = :id
 
--- name: executions_claim_all_queues
--- Claim up to :n due jobs of any queue, best first; SKIP LOCKED lets claimers pass each other.
--- The CTE is the optimisation fence: LIMIT applies before the UPDATE, and the planner uses the
--- partial index ix_job_executions_claim_all.
-WITH c AS (
-    SELECT id FROM job_executions
-    WHERE state = 'ENQUEUED' AND scheduled_at <= now()
-    ORDER BY priority DESC, scheduled_at
-    LIMIT :n
-    FOR UPDATE SKIP LOCKED
-), u AS (
+-- fragment: claim_tail
+-- The rest of both claims: mark the claimed rows PROCESSING with their deadline, record the
+-- events, and return what a dispatch needs (the handler's URL and secret, the seconds left).
+u AS (
     UPDATE job_executions e
     SET state = 'PROCESSING', started_at = now(), updated_at = now(), locked_by = :node,
         deadline_at = now() + make_interval(secs => LEAST(
@@ -69,6 +62,18 @@ SELECT $U_COLUMNS, h.url AS handler_url, h.secret AS handler_secret,
 FROM u LEFT JOIN job_handlers h ON h.name = u.handler
 ORDER BY u.priority DESC, u.scheduled_at
 
+-- name: executions_claim_all_queues
+-- Claim up to :n due jobs of any queue, best first; SKIP LOCKED lets claimers pass each other.
+-- The CTE is the optimisation fence: LIMIT applies before the UPDATE, and the planner uses the
+-- partial index ix_job_executions_claim_all.
+WITH c AS (
+    SELECT id FROM job_executions
+    WHERE state = 'ENQUEUED' AND scheduled_at <= now()
+    ORDER BY priority DESC, scheduled_at
+    LIMIT :n
+    FOR UPDATE SKIP LOCKED
+), $claim_tail
+
 -- name: executions_claim_queues
 -- As executions_claim_all_queues, limited to the node's queues (index ix_job_executions_claim).
 WITH c AS (
@@ -77,25 +82,7 @@ WITH c AS (
     ORDER BY priority DESC, scheduled_at
     LIMIT :n
     FOR UPDATE SKIP LOCKED
-), u AS (
-    UPDATE job_executions e
-    SET state = 'PROCESSING', started_at = now(), updated_at = now(), locked_by = :node,
-        deadline_at = now() + make_interval(secs => LEAST(
-            COALESCE(e.timeout_seconds,
-                     (SELECT h.timeout_seconds FROM job_handlers h WHERE h.name = e.handler),
-                     :default_timeout),
-            COALESCE(e.max_duration_seconds, CAST('Infinity' AS float8))))
-    FROM c
-    WHERE e.id = c.id AND e.state = 'ENQUEUED'
-    RETURNING $E_COLUMNS
-), ev AS (
-    INSERT INTO job_events (execution_id, event) SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u
-)
--- UPDATE … FROM returns rows in join order, not the CTE's: sort the batch here.
-SELECT $U_COLUMNS, h.url AS handler_url, h.secret AS handler_secret,
-       EXTRACT(EPOCH FROM u.deadline_at - now()) AS seconds_left
-FROM u LEFT JOIN job_handlers h ON h.name = u.handler
-ORDER BY u.priority DESC, u.scheduled_at
+), $claim_tail
 
 -- name: executions_succeed
 -- Record successes in one statement. Guarded per row: the attempt must be current, and a
