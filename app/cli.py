@@ -30,12 +30,12 @@ def _serve(args: argparse.Namespace) -> None:
     from app.main import create_app
 
     class Server(uvicorn.Server):
-        # uvicorn re-raises a captured SIGTERM after its graceful shutdown, so the process
-        # would die by the signal; a node that drained cleanly exits 0 instead.
+        # uvicorn re-raises a captured SIGTERM/SIGINT after its graceful shutdown, so the process
+        # would die by the signal (exit 143); a node that drained cleanly exits 0 instead.
         def handle_exit(self, sig: int, frame: object) -> None:
             super().handle_exit(sig, frame)  # type: ignore[arg-type]
-            if sig == signal.SIGTERM:
-                self._captured_signals = [s for s in self._captured_signals if s != signal.SIGTERM]
+            self._captured_signals = [s for s in self._captured_signals
+                                      if s not in (signal.SIGTERM, signal.SIGINT)]
 
     settings = _settings(host=args.host, port=args.port)
     config = uvicorn.Config(

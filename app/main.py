@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from app.api.app import create_api
 from app.api.services import Services
 from app.config import Settings
+from app.coordinator.coordinator import Coordinator, CoordinatorConfig
 from app.db.database import Database
 from app.db.embedded import EmbeddedPostgres
 from app.db.engine import DatabaseConfig, asyncpg_dsn, connect_args, create_engine
@@ -23,6 +24,7 @@ from app.dispatcher.dispatcher import Dispatcher, DispatcherConfig
 from app.domain.retry import RetryPolicy
 from app.handlers.transport import AiohttpTransport
 from app.services.callbacks import CallbackService, load_server_key
+from app.services.coordination import CoordinationConfig, CoordinationService
 from app.services.enqueue import EnqueueLimits, EnqueueService
 from app.services.executions import ExecutionService
 from app.services.handlers import HandlerService
@@ -44,7 +46,9 @@ async def resolve_database_url(settings: Settings) -> tuple[str, EmbeddedPostgre
     return await asyncio.to_thread(embedded.start), embedded
 
 
-def create_app(settings: Settings | None = None, *, run_dispatcher: bool = True) -> FastAPI:
+def create_app(settings: Settings | None = None, *, background: bool = True) -> FastAPI:
+    """The Jobwire application. background=False serves the API alone (no dispatcher, no
+    coordinator loops): for tests that share one server while emptying its tables."""
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -64,13 +68,16 @@ def create_app(settings: Settings | None = None, *, run_dispatcher: bool = True)
                 ClaimConfig(node_id=node_id, queues=tuple(settings.queues),
                             default_timeout=settings.execution_timeout),
             )
-            callbacks = CallbackService(db, server_key, outcomes)
+            callbacks = CallbackService(db, server_key, outcomes, settings.execution_timeout)
+            coordination = CoordinationService(
+                db, CoordinationConfig(node_id=node_id, heartbeat_timeout=settings.heartbeat_timeout))
             app.state.services = Services(
                 enqueue=EnqueueService(db, EnqueueLimits(settings.max_payload_bytes)),
                 executions=ExecutionService(db),
                 handlers=HandlerService(db),
                 callbacks=callbacks,
                 health=HealthService(db),
+                coordination=coordination,
             )
             app.state.node_id = node_id
             session = AiohttpTransport.new_session(settings.concurrency)
@@ -84,8 +91,15 @@ def create_app(settings: Settings | None = None, *, run_dispatcher: bool = True)
             )
             listener = NotifyListener(asyncpg_dsn(url), db.notify_channel, dispatcher.wake,
                                       connect_args(settings.db_schema)["server_settings"])
+            coordinator = Coordinator(
+                CoordinatorConfig(heartbeat_interval=settings.heartbeat_interval,
+                                  scan_interval=settings.scan_interval),
+                coordination,
+            )
             app.state.dispatcher = dispatcher
-            if run_dispatcher:
+            app.state.coordinator = coordinator
+            if background:
+                await coordinator.start()  # the first heartbeat precedes the first claim
                 dispatcher.start()
                 listener.start()
             log.info("node %s serving on %s (database %s)", node_id, settings.effective_public_url,
@@ -93,9 +107,12 @@ def create_app(settings: Settings | None = None, *, run_dispatcher: bool = True)
             try:
                 yield
             finally:
+                # Stop claiming, let calls finish within the grace, abandon (and re-enqueue) the
+                # rest, then delete the heartbeat row.
                 await listener.stop()
-                if run_dispatcher:
+                if background:
                     await dispatcher.stop(settings.shutdown_grace)
+                    await coordinator.stop()
                 await session.close()
                 await db.dispose()
         finally:

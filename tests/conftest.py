@@ -130,10 +130,10 @@ class RunningServer:
         await self.task
 
 
-async def start_server(settings: Settings, *, run_dispatcher: bool = True) -> RunningServer:
-    """run_dispatcher=False: the API alone, for a server shared by tests that empty the tables
+async def start_server(settings: Settings, *, background: bool = True) -> RunningServer:
+    """background=False: the API alone, for a server shared by tests that empty the tables
     (a claim running during TRUNCATE can deadlock with it)."""
-    app = create_app(settings, run_dispatcher=run_dispatcher)
+    app = create_app(settings, background=background)
     config = uvicorn.Config(app, host="127.0.0.1", port=settings.port, log_level="warning",
                             lifespan="on", access_log=False)
     server = uvicorn.Server(config)

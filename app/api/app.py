@@ -8,7 +8,15 @@ from typing import Any, Callable
 
 from fastapi import APIRouter, Depends, FastAPI
 
-from app.api import errors, routes_callbacks, routes_executions, routes_handlers, routes_health, routes_jobs
+from app.api import (
+    errors,
+    routes_callbacks,
+    routes_executions,
+    routes_handlers,
+    routes_health,
+    routes_jobs,
+    routes_nodes,
+)
 from app.api.auth import require_api_key
 from app.api.body import BodyLimitMiddleware
 
@@ -33,7 +41,7 @@ def create_api(
 
     management = APIRouter(dependencies=[Depends(require_api_key)], responses={401: {"description": "missing or wrong API key"},
                                       422: {"description": "validation failed (problem+json with errors)"}})
-    for module in (routes_handlers, routes_jobs, routes_executions):
+    for module in (routes_handlers, routes_jobs, routes_executions, routes_nodes):
         management.include_router(module.router)
     callbacks = APIRouter()
     callbacks.include_router(routes_callbacks.router)

@@ -10,7 +10,7 @@ from starlette.responses import Response
 from app.api.auth import bearer_token
 from app.api.body import StrictJSONRoute
 from app.api.responses import FastJSON
-from app.api.schemas import CompleteIn, ExecutionOut, Problem
+from app.api.schemas import CancelRequested, CompleteIn, ExecutionOut, Problem, ProgressIn
 from app.api.services import Services, services
 from app.api.views import execution_view
 from app.services.callbacks import Completion
@@ -36,3 +36,20 @@ async def complete(execution_id: UUID, body: CompleteIn, request: Request,
     )
     execution = await s.callbacks.complete(execution_id, bearer_token(request), completion)
     return FastJSON(execution_view(execution))
+
+
+@router.post("/{execution_id}/progress", response_model=CancelRequested, responses=TOKEN_ERRORS)
+async def progress(execution_id: UUID, body: ProgressIn, request: Request,
+                   s: Services = Depends(services)) -> Response:
+    """Store a progress snapshot (omitted fields keep their values) and extend the deadline to
+    now + timeout. `cancel_requested` is true once the execution is no longer PROCESSING."""
+    snapshot = body.model_dump(exclude_unset=True)
+    cancel = await s.callbacks.report_progress(execution_id, bearer_token(request), snapshot or None)
+    return FastJSON({"cancel_requested": cancel})
+
+
+@router.post("/{execution_id}/heartbeat", response_model=CancelRequested, responses=TOKEN_ERRORS)
+async def heartbeat(execution_id: UUID, request: Request, s: Services = Depends(services)) -> Response:
+    """Extend the deadline to now + timeout without a snapshot; answers `cancel_requested`."""
+    cancel = await s.callbacks.report_progress(execution_id, bearer_token(request), None)
+    return FastJSON({"cancel_requested": cancel})

@@ -189,3 +189,28 @@ class Problem(BaseModel):
 
 class Health(BaseModel):
     status: str
+
+
+Count = Annotated[int, Strict(), Field(ge=0, le=2**62)]
+
+
+class ProgressIn(StrictModel):
+    total: Count | None = None
+    succeeded: Count | None = None
+    failed: Count | None = None
+    status: Annotated[str, Strict(), StringConstraints(max_length=1000)] | None = None
+
+
+class CancelRequested(BaseModel):
+    cancel_requested: bool = Field(description="true once the execution is no longer PROCESSING: stop working on it")
+
+
+class NodeOut(BaseModel):
+    server_id: str
+    started_at: datetime
+    last_heartbeat: datetime
+    in_flight: int
+
+
+class NodeList(BaseModel):
+    items: list[NodeOut]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from fastapi import Request
 
 from app.services.callbacks import CallbackService
+from app.services.coordination import CoordinationService
 from app.services.enqueue import EnqueueService
 from app.services.executions import ExecutionService
 from app.services.handlers import HandlerService
@@ -20,6 +21,7 @@ class Services:
     handlers: HandlerService
     callbacks: CallbackService
     health: HealthService
+    coordination: CoordinationService
 
 
 def services(request: Request) -> Services:

@@ -170,6 +170,40 @@ class ExecutionRepository:
         ).first()
         return to_execution(row) if row else None
 
+    async def abandon_held_by(
+        self, conn: AsyncConnection, nodes: Sequence[str], n: int, *, error: str, error_type: str
+    ) -> list[Execution]:
+        """Abandon up to n PROCESSING executions the given (dead) nodes hold, retried at once."""
+        params = self._abandon_params(error, error_type)
+        rows = await conn.execute(_with_states(Q["executions_abandon_held_by"]).bindparams(
+            bindparam("nodes", type_=ARRAY(Text))), {**params, "nodes": list(nodes), "n": n})
+        return [to_execution(r) for r in rows]
+
+    async def abandon_past_deadline(self, conn: AsyncConnection, n: int, *, error: str,
+                                    error_type: str) -> list[Execution]:
+        """Abandon up to n PROCESSING executions whose deadline has passed, retried at once."""
+        params = self._abandon_params(error, error_type)
+        rows = await conn.execute(_with_states(Q["executions_abandon_past_deadline"]), {**params, "n": n})
+        return [to_execution(r) for r in rows]
+
+    @staticmethod
+    def _abandon_params(error: str, error_type: str) -> dict[str, Any]:
+        # Abandoning is not the job's fault: the next attempt is due at once (no backoff).
+        return {"cause": states.JobState.ABANDONED.value, "error": error, "error_type": error_type,
+                "delay": 0.0, "from_states": list(states.ABANDON_FROM)}
+
+    async def extend_deadline(
+        self, conn: AsyncConnection, execution_id: UUID, attempt: int, *, default_timeout: float,
+        progress: dict[str, Any] | None = None,
+    ) -> bool:
+        """Move the deadline of the current attempt (and merge a progress snapshot); False when
+        the execution is no longer PROCESSING at that attempt."""
+        row = (await conn.execute(Q["execution_extend_deadline"], {
+            "id": execution_id, "attempt": attempt, "default_timeout": float(default_timeout),
+            "progress": _json(progress) if progress else None,
+        })).first()
+        return row is not None
+
     async def cancel(self, conn: AsyncConnection, execution_id: UUID) -> Execution | None:
         return await self._transition(conn, "execution_cancel", execution_id, states.CANCEL_FROM)
 

@@ -41,7 +41,7 @@ class Progress:
     def percentage(self) -> int:
         if self.total <= 0:
             return 0
-        return min(100, (self.succeeded + self.failed) * 100 // self.total)
+        return (self.succeeded + self.failed) * 100 // self.total
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +83,14 @@ class Handler:
     created_at: datetime
     updated_at: datetime
     secret: str = field(repr=False, default="")
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    server_id: str
+    started_at: datetime
+    last_heartbeat: datetime
+    in_flight: int
 
 
 @dataclass(frozen=True, slots=True)

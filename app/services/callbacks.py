@@ -38,11 +38,13 @@ class CallbackService:
         db: Database,
         server_key: str,
         outcomes: OutcomeService,
+        default_timeout: float,
         executions: ExecutionRepository | None = None,
     ) -> None:
         self.db = db
         self.server_key = server_key
         self.outcomes = outcomes
+        self.default_timeout = default_timeout
         self.executions = executions or ExecutionRepository()
 
     def token_for(self, execution_id: UUID, attempt: int) -> str:
@@ -57,14 +59,29 @@ class CallbackService:
             raise Forbidden("the callback token is not valid for this execution")
         return attempt
 
+    async def _current(self, conn: Any, execution_id: UUID, attempt: int) -> Execution:
+        current = await self.executions.get(conn, execution_id)
+        if current is None:
+            raise NotFound("execution", execution_id)
+        if current.attempt != attempt:
+            raise StaleAttempt(attempt, current.attempt)
+        return current
+
+    async def report_progress(self, execution_id: UUID, token: str | None,
+                              snapshot: dict[str, Any] | None) -> bool:
+        """A progress snapshot (None: a bare heartbeat). Extends the attempt's deadline; returns
+        cancel_requested: true once the execution is no longer PROCESSING."""
+        attempt = self.authorize(execution_id, token)
+        async with self.db.transaction() as conn:
+            await self._current(conn, execution_id, attempt)
+            extended = await self.executions.extend_deadline(
+                conn, execution_id, attempt, default_timeout=self.default_timeout, progress=snapshot)
+        return not extended
+
     async def complete(self, execution_id: UUID, token: str | None, completion: Completion) -> Execution:
         attempt = self.authorize(execution_id, token)
         async with self.db.transaction() as conn:
-            current = await self.executions.get(conn, execution_id)
-            if current is None:
-                raise NotFound("execution", execution_id)
-            if current.attempt != attempt:
-                raise StaleAttempt(attempt, current.attempt)
+            current = await self._current(conn, execution_id, attempt)
             if completion.succeeded:
                 changed = await self.outcomes.succeed(conn, execution_id, attempt, completion.result)
             else:

@@ -85,7 +85,12 @@ class OutcomeService:
 
     async def fail(self, conn: Any, execution_id: UUID, attempt: int, outcome: Outcome) -> Execution | None:
         abandoned = outcome.kind is OutcomeKind.ABANDONED
-        delay = outcome.retry_after if outcome.retry_after is not None else self.retry.delay(attempt)
+        if abandoned:
+            delay = 0.0  # as the coordinator's scan: abandoning is not the job's fault, retry at once
+        elif outcome.retry_after is not None:
+            delay = outcome.retry_after
+        else:
+            delay = self.retry.delay(attempt)
         return await self.executions.fail(
             conn,
             execution_id,

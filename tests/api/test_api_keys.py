@@ -43,7 +43,7 @@ def assert_unauthorized(response: httpx.Response) -> None:
 @pytest.fixture(scope="module")
 async def keyed_server(database_url: str) -> AsyncIterator[RunningServer]:
     """The API with keys k1 and k2, shared by the module (a start per test would dominate the run)."""
-    server = await start_server(settings_for(database_url, api_keys=["k1", "k2"]), run_dispatcher=False)
+    server = await start_server(settings_for(database_url, api_keys=["k1", "k2"]), background=False)
     yield server
     await server.stop()
 

@@ -46,7 +46,7 @@ async def listed(api: httpx.AsyncClient) -> list[str]:
 @pytest.fixture(scope="module")
 async def shared_server(database_url: str) -> AsyncIterator[RunningServer]:
     """The API without a dispatcher: accepted jobs here are far-future and never dispatched."""
-    server = await start_server(settings_for(database_url), run_dispatcher=False)
+    server = await start_server(settings_for(database_url), background=False)
     yield server
     await server.stop()
 
@@ -353,7 +353,7 @@ async def test_invalid_idempotency_key_header_is_422(api: httpx.AsyncClient, h: 
 async def small_server(database_url: str) -> AsyncIterator[RunningServer]:
     """A server with tiny limits: 100 bytes of job data, 1000 bytes of request body."""
     server = await start_server(settings_for(database_url, max_payload_bytes=100, max_request_bytes=1000),
-                                run_dispatcher=False)
+                                background=False)
     yield server
     await server.stop()
 

@@ -184,11 +184,8 @@ def test_the_wheel_ships_the_migration_scripts(tmp_path: Path) -> None:
             capture_output=True, text=True, timeout=300,
         )
 
-    done = build("--no-build-isolation")
-    if done.returncode != 0:
-        done = build()
-    if done.returncode != 0:
-        pytest.skip(f"cannot build a wheel here (offline?): {done.stderr[-500:]}")
+    done = build("--no-build-isolation")  # hatchling comes with the test extra
+    assert done.returncode == 0, done.stderr[-2000:]
     [wheel] = tmp_path.glob("jobwire-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "app/_migrations/env.py" in names

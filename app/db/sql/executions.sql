@@ -117,56 +117,90 @@ WHERE e.id = input.id AND e.attempt = input.attempt AND e.state = 'PROCESSING'
   AND e.locked_by = :node
 RETURNING e.id
 
--- name: execution_fail
--- A failed or abandoned attempt, and its retry, in ONE statement: re-enqueue after :delay while
--- attempts remain and the failure is retryable, else DEAD_LETTER (an abandoned CRON attempt stays
--- ABANDONED: its schedule fires again). Events: the cause, then the new state.
-WITH before AS (
-    SELECT started_at FROM job_executions WHERE id = :id
-), u AS (
-    UPDATE job_executions
-    SET state = CASE
-            WHEN :retryable AND attempt + 1 < max_attempts
-                 AND NOT (:cause = 'ABANDONED' AND job_type = 'CRON') THEN 'ENQUEUED'
-            WHEN :cause = 'ABANDONED' AND job_type = 'CRON' THEN 'ABANDONED'
-            ELSE 'DEAD_LETTER' END,
-        attempt = CASE
-            WHEN :retryable AND attempt + 1 < max_attempts
-                 AND NOT (:cause = 'ABANDONED' AND job_type = 'CRON') THEN attempt + 1
-            ELSE attempt END,
-        scheduled_at = CASE
-            WHEN :retryable AND attempt + 1 < max_attempts
-                 AND NOT (:cause = 'ABANDONED' AND job_type = 'CRON')
-            THEN now() + make_interval(secs => :delay) ELSE scheduled_at END,
-        completed_at = CASE
-            WHEN :retryable AND attempt + 1 < max_attempts
-                 AND NOT (:cause = 'ABANDONED' AND job_type = 'CRON') THEN NULL
-            ELSE now() END,
+-- fragment: end_attempt
+-- Ends the attempts selected by a CTE t(id, attempt, started_at, again) with cause :cause
+-- (FAILED or ABANDONED), in ONE statement with their retry: `again` → re-enqueued as attempt + 1
+-- after :delay seconds; else DEAD_LETTER (an abandoned CRON attempt stays ABANDONED: its schedule
+-- fires again). Guarded per row on state and attempt. Events: the cause (with the ended
+-- attempt's start, and now as its end), then the new state.
+u AS (
+    UPDATE job_executions e
+    SET state = CASE WHEN t.again THEN 'ENQUEUED'
+                     WHEN :cause = 'ABANDONED' AND e.job_type = 'CRON' THEN 'ABANDONED'
+                     ELSE 'DEAD_LETTER' END,
+        attempt = CASE WHEN t.again THEN e.attempt + 1 ELSE e.attempt END,
+        scheduled_at = CASE WHEN t.again THEN now() + make_interval(secs => :delay) ELSE e.scheduled_at END,
         -- A re-enqueued row shows no times of the attempt that just ended (as a manual retry).
-        started_at = CASE
-            WHEN :retryable AND attempt + 1 < max_attempts
-                 AND NOT (:cause = 'ABANDONED' AND job_type = 'CRON') THEN NULL
-            ELSE started_at END,
-        deadline_at = CASE
-            WHEN :retryable AND attempt + 1 < max_attempts
-                 AND NOT (:cause = 'ABANDONED' AND job_type = 'CRON') THEN NULL
-            ELSE deadline_at END,
+        started_at = CASE WHEN t.again THEN NULL ELSE e.started_at END,
+        deadline_at = CASE WHEN t.again THEN NULL ELSE e.deadline_at END,
+        completed_at = CASE WHEN t.again THEN NULL ELSE now() END,
         last_error = :error, error_type = :error_type, locked_by = NULL, updated_at = now()
-    WHERE id = :id AND attempt = :attempt AND state = ANY(CAST(:from_states AS text[]))
-    RETURNING $COLUMNS
+    FROM t
+    WHERE e.id = t.id AND e.attempt = t.attempt AND e.state = ANY(CAST(:from_states AS text[]))
+    RETURNING $E_COLUMNS, t.attempt AS ended_attempt, t.started_at AS ended_started_at
 ), ev AS (
     INSERT INTO job_events (execution_id, event)
-    -- The cause event describes the attempt that ended: its start, and now as its end.
     SELECT u.id, $EVENT(u, x.state, x.attempt) || CASE WHEN x.ord = 1
-               THEN jsonb_build_object('started_at', before.started_at, 'completed_at', now())
+               THEN jsonb_build_object('started_at', u.ended_started_at, 'completed_at', now())
                ELSE '{}' END
-    FROM u CROSS JOIN before,
-         LATERAL (VALUES (1, CAST(:cause AS text), CAST(:attempt AS int)),
-                         (2, u.state, u.attempt)) AS x(ord, state, attempt)
+    FROM u, LATERAL (VALUES (1, CAST(:cause AS text), u.ended_attempt),
+                            (2, u.state, u.attempt)) AS x(ord, state, attempt)
     WHERE x.ord = 1 OR u.state <> :cause
-    ORDER BY x.ord
+    ORDER BY u.id, x.ord
 )
 SELECT $COLUMNS FROM u
+
+-- name: execution_fail
+-- One failed or abandoned attempt (a dispatch outcome or a handler's failure callback).
+WITH t AS (
+    SELECT id, attempt, started_at,
+           :retryable AND attempt + 1 < max_attempts
+               AND NOT (:cause = 'ABANDONED' AND job_type = 'CRON') AS again
+    FROM job_executions
+    WHERE id = :id AND attempt = :attempt
+), $end_attempt
+
+-- name: executions_abandon_held_by
+-- Dead-node recovery: abandon what the given nodes held (their HTTP calls died with them), a
+-- batch at a time. SKIP LOCKED lets racing scanners share the work; the guard in end_attempt
+-- makes sure no attempt is ended twice.
+WITH t AS (
+    SELECT id, attempt, started_at, attempt + 1 < max_attempts AND job_type <> 'CRON' AS again
+    FROM job_executions
+    WHERE state = 'PROCESSING' AND locked_by = ANY(CAST(:nodes AS text[]))
+    ORDER BY id
+    LIMIT :n
+    FOR UPDATE SKIP LOCKED
+), $end_attempt
+
+-- name: executions_abandon_past_deadline
+-- Deadline enforcement: abandon attempts whose deadline (database time) has passed, whoever
+-- holds them (a node's hanging call, or a handler that accepted with 202 and went quiet).
+WITH t AS (
+    SELECT id, attempt, started_at, attempt + 1 < max_attempts AND job_type <> 'CRON' AS again
+    FROM job_executions
+    WHERE state = 'PROCESSING' AND deadline_at < now()
+    ORDER BY deadline_at
+    LIMIT :n
+    FOR UPDATE SKIP LOCKED
+), $end_attempt
+
+-- name: execution_extend_deadline
+-- A handler's progress or heartbeat for the current attempt: the deadline moves to now() + its
+-- timeout, never past started_at + max_duration_seconds; a progress snapshot is merged in
+-- (omitted fields keep their values). Zero rows: not PROCESSING any more (or another attempt).
+UPDATE job_executions e
+SET deadline_at = LEAST(
+        now() + make_interval(secs => COALESCE(
+            e.timeout_seconds,
+            (SELECT h.timeout_seconds FROM job_handlers h WHERE h.name = e.handler),
+            :default_timeout)),
+        COALESCE(e.started_at + make_interval(secs => e.max_duration_seconds),
+                 CAST('infinity' AS timestamptz))),
+    progress = e.progress || COALESCE(CAST(:progress AS jsonb), CAST('{}' AS jsonb)),
+    updated_at = now()
+WHERE e.id = :id AND e.attempt = :attempt AND e.state = 'PROCESSING'
+RETURNING e.id
 
 -- name: execution_cancel
 -- A user's cancel: ENQUEUED or PROCESSING → CANCELLED.

@@ -1,0 +1,1 @@
+"""Heartbeats, dead-node recovery and deadline enforcement, as background loops."""

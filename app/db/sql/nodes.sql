@@ -1,0 +1,36 @@
+-- Named statements for job_server_heartbeats, parsed once by app/db/queries.py.
+-- "Dead" is judged by the database clock (now()), never a node's.
+
+-- name: node_heartbeat
+INSERT INTO job_server_heartbeats (server_id, last_heartbeat, started_at)
+VALUES (:server_id, now(), now())
+ON CONFLICT (server_id) DO UPDATE SET last_heartbeat = now()
+
+-- name: nodes_live
+-- Live nodes and the HTTP calls each has in flight (rows it holds; 202-accepted rows are held
+-- by their handlers, not by a node).
+SELECT h.server_id, h.started_at, h.last_heartbeat,
+       (SELECT count(*) FROM job_executions e
+        WHERE e.state = 'PROCESSING' AND e.locked_by = h.server_id) AS in_flight
+FROM job_server_heartbeats h
+WHERE h.last_heartbeat >= now() - make_interval(secs => :timeout)
+ORDER BY h.started_at, h.server_id
+
+-- name: nodes_dead
+-- Nodes whose heartbeat is older than the timeout, and nodes that hold executions but have no
+-- heartbeat row at all (a row lost to a crash between shutdown steps).
+SELECT server_id FROM job_server_heartbeats
+WHERE last_heartbeat < now() - make_interval(secs => :timeout) AND server_id <> :self
+UNION
+SELECT DISTINCT e.locked_by FROM job_executions e
+WHERE e.state = 'PROCESSING' AND e.locked_by IS NOT NULL AND e.locked_by <> :self
+  AND NOT EXISTS (SELECT 1 FROM job_server_heartbeats h WHERE h.server_id = e.locked_by)
+
+-- name: node_forget_if_idle
+-- Delete a node's heartbeat only once nothing is PROCESSING under its name: a recovery that did
+-- not commit leaves the row for the next scan.
+DELETE FROM job_server_heartbeats h
+WHERE h.server_id = :server_id
+  AND NOT EXISTS (SELECT 1 FROM job_executions e
+                  WHERE e.state = 'PROCESSING' AND e.locked_by = :server_id)
+RETURNING h.server_id

@@ -1,0 +1,103 @@
+"""Heartbeats, dead-node recovery and deadline enforcement: the coordinator's use cases.
+
+Every node runs them; no leader is needed because every write is guarded (state, attempt) and
+the selections use SKIP LOCKED, so racing scanners share the work and never end an attempt twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from app.db.database import Database
+from app.db.executions import ExecutionRepository
+from app.db.nodes import NodeRepository
+from app.domain.executions import ErrorType, Execution, Node
+from app.domain.states import JobState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinationConfig:
+    node_id: str
+    heartbeat_timeout: float
+    batch_size: int = 500
+
+
+@dataclass(slots=True)
+class ScanReport:
+    recovered: int = 0  # executions taken back from dead nodes
+    abandoned: int = 0  # executions past their deadline
+    forgotten: list[str] = field(default_factory=list)  # dead nodes whose heartbeat row went
+
+
+class CoordinationService:
+    def __init__(
+        self,
+        db: Database,
+        config: CoordinationConfig,
+        executions: ExecutionRepository | None = None,
+        nodes: NodeRepository | None = None,
+    ) -> None:
+        self.db = db
+        self.config = config
+        self.executions = executions or ExecutionRepository()
+        self.nodes = nodes or NodeRepository()
+
+    async def beat(self) -> None:
+        async with self.db.transaction() as conn:
+            await self.nodes.heartbeat(conn, self.config.node_id)
+
+    async def live_nodes(self) -> list[Node]:
+        async with self.db.transaction() as conn:
+            return await self.nodes.live(conn, self.config.heartbeat_timeout)
+
+    async def scan(self) -> ScanReport:
+        report = ScanReport()
+        await self.recover_dead_nodes(report)
+        report.abandoned = await self.abandon_past_deadlines()
+        return report
+
+    async def recover_dead_nodes(self, report: ScanReport | None = None) -> ScanReport:
+        """Abandon (and retry) what dead nodes held; forget a dead node only once all of it committed."""
+        report = report if report is not None else ScanReport()
+        async with self.db.transaction() as conn:
+            dead = await self.nodes.dead(conn, self.config.heartbeat_timeout, self.config.node_id)
+        for node in dead:
+            while True:
+                async with self.db.transaction() as conn:
+                    ended = await self.executions.abandon_held_by(
+                        conn, [node], self.config.batch_size,
+                        error=f"node {node} stopped heartbeating during the call",
+                        error_type=ErrorType.ABANDONED_NODE)
+                    await self._wake_dispatchers(conn, ended)
+                report.recovered += len(ended)
+                if len(ended) < self.config.batch_size:
+                    break
+            async with self.db.transaction() as conn:
+                if await self.nodes.forget_if_idle(conn, node):
+                    report.forgotten.append(node)
+            log.warning("recovered node %s: %d executions abandoned", node, report.recovered)
+        return report
+
+    async def abandon_past_deadlines(self) -> int:
+        total = 0
+        while True:
+            async with self.db.transaction() as conn:
+                ended = await self.executions.abandon_past_deadline(
+                    conn, self.config.batch_size, error="no outcome by the attempt's deadline",
+                    error_type=ErrorType.ABANDONED_DEADLINE)
+                await self._wake_dispatchers(conn, ended)
+            total += len(ended)
+            if len(ended) < self.config.batch_size:
+                return total
+
+    async def forget_self(self) -> bool:
+        """At shutdown: delete this node's heartbeat row, unless it still holds executions."""
+        async with self.db.transaction() as conn:
+            return await self.nodes.forget_if_idle(conn, self.config.node_id)
+
+    async def _wake_dispatchers(self, conn: object, ended: list[Execution]) -> None:
+        if any(e.state is JobState.ENQUEUED for e in ended):
+            await self.executions.notify(conn, self.db.notify_channel)  # type: ignore[arg-type]
