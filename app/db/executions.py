@@ -14,6 +14,7 @@ from uuid import UUID
 import orjson
 from sqlalchemy import bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import UUID as UUID_TYPE
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.types import Text
 
@@ -171,12 +172,14 @@ class ExecutionRepository:
         return to_execution(row) if row else None
 
     async def abandon_held_by(
-        self, conn: AsyncConnection, nodes: Sequence[str], n: int, *, error: str, error_type: str
+        self, conn: AsyncConnection, nodes: Sequence[str], n: int, *, error: str, error_type: str,
+        keep: Sequence[UUID] = (),
     ) -> list[Execution]:
-        """Abandon up to n PROCESSING executions the given (dead) nodes hold, retried at once."""
+        """Abandon up to n PROCESSING executions the given nodes hold (but not `keep`), retried at once."""
         params = self._abandon_params(error, error_type)
-        rows = await conn.execute(_with_states(Q["executions_abandon_held_by"]).bindparams(
-            bindparam("nodes", type_=ARRAY(Text))), {**params, "nodes": list(nodes), "n": n})
+        stmt = _with_states(Q["executions_abandon_held_by"]).bindparams(
+            bindparam("nodes", type_=ARRAY(Text)), bindparam("keep", type_=ARRAY(UUID_TYPE)))
+        rows = await conn.execute(stmt, {**params, "nodes": list(nodes), "keep": list(keep), "n": n})
         return [to_execution(r) for r in rows]
 
     async def abandon_past_deadline(self, conn: AsyncConnection, n: int, *, error: str,

@@ -41,6 +41,10 @@ class Completer(Generic[T]):
     def pending(self) -> int:
         return len(self._buffer)
 
+    def buffered(self) -> list[T]:
+        """Items not yet written (including the batch being written now)."""
+        return list(self._buffer)
+
     async def _run(self) -> None:
         while True:
             await self._ready.wait()

@@ -50,6 +50,8 @@ class Dispatcher:
         self._slot_freed = asyncio.Event()
         self._stopping = False
         self._loop_task: asyncio.Task[None] | None = None
+        # A claim that failed mid-flight may have committed: reconcile before the next claim.
+        self._claim_uncertain = False
 
     @property
     def in_flight(self) -> int:
@@ -84,8 +86,11 @@ class Dispatcher:
             asked = min(self.config.concurrency - len(self._in_flight), self.config.max_claim_batch)
             self._wake.clear()
             try:
+                if self._claim_uncertain:
+                    await self._reconcile()
                 claimed = await self.run_once()
             except DatabaseUnavailable as exc:
+                self._claim_uncertain = True
                 log.warning("claiming failed, database unavailable (%s); retrying in %.1fs", exc,
                             self.config.poll_interval)
                 await self._sleep_or_wake(self.config.poll_interval)
@@ -97,6 +102,14 @@ class Dispatcher:
             if claimed < asked:
                 # Nothing more is due: sleep until a NOTIFY or the next poll.
                 await self._sleep_or_wake(self.config.poll_interval)
+
+    async def _reconcile(self) -> None:
+        tracked = [job.id for job in self._in_flight.values()]
+        tracked += [job.id for job, _ in self.completer.buffered()]
+        released = await self.outcomes.release_untracked(tracked)
+        self._claim_uncertain = False
+        if released:
+            log.warning("re-enqueued %d executions claimed by a claim whose reply was lost", released)
 
     async def _sleep_or_wake(self, seconds: float) -> None:
         try:

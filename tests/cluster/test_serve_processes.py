@@ -5,12 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import os
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -19,44 +14,10 @@ import pytest
 from aiohttp import web
 from sqlalchemy.engine import make_url
 
+from tests.cluster.processes import serve, terminate, wait_ready
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.cluster
-JOBWIRE = str(Path(sys.executable).parent / "jobwire")
-
-
-def serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    full = {k: v for k, v in os.environ.items() if not k.startswith("JOBWIRE_")}
-    full.update(env, JOBWIRE_PORT=str(port), JOBWIRE_HOST="127.0.0.1")
-    with log.open("wb") as handle:  # the child keeps its own descriptor
-        process = subprocess.Popen([JOBWIRE, "serve", "--log-level", "warning"], env=full, stdout=handle,
-                                   stderr=subprocess.STDOUT)
-    return process, f"http://127.0.0.1:{port}"
-
-
-async def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    async with httpx.AsyncClient() as client:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise AssertionError(f"jobwire exited {process.returncode}:\n{log.read_text()}")
-            try:
-                if (await client.get(f"{url}/readyz")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.1)
-    raise AssertionError(f"jobwire not ready in {timeout}s:\n{log.read_text()}")
-
-
-def terminate(process: subprocess.Popen[bytes], timeout: float = 30) -> int:
-    process.send_signal(signal.SIGTERM)
-    try:
-        return process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        raise
 
 
 async def test_quick_start_serves_on_its_embedded_postgres_and_stops_it(tmp_path):

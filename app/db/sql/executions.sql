@@ -162,12 +162,13 @@ WITH t AS (
 
 -- name: executions_abandon_held_by
 -- Dead-node recovery: abandon what the given nodes held (their HTTP calls died with them), a
--- batch at a time. SKIP LOCKED lets racing scanners share the work; the guard in end_attempt
--- makes sure no attempt is ended twice.
+-- batch at a time, except the :keep ids. SKIP LOCKED lets racing scanners share the work; the
+-- guard in end_attempt makes sure no attempt is ended twice.
 WITH t AS (
     SELECT id, attempt, started_at, attempt + 1 < max_attempts AND job_type <> 'CRON' AS again
     FROM job_executions
     WHERE state = 'PROCESSING' AND locked_by = ANY(CAST(:nodes AS text[]))
+      AND id <> ALL(CAST(:keep AS uuid[]))
     ORDER BY id
     LIMIT :n
     FOR UPDATE SKIP LOCKED
