@@ -65,6 +65,7 @@ class CoordinationService:
         async with self.db.transaction() as conn:
             dead = await self.nodes.dead(conn, self.config.heartbeat_timeout, self.config.node_id)
         for node in dead:
+            recovered = 0
             while True:
                 async with self.db.transaction() as conn:
                     ended = await self.executions.abandon_held_by(
@@ -72,13 +73,15 @@ class CoordinationService:
                         error=f"node {node} stopped heartbeating during the call",
                         error_type=ErrorType.ABANDONED_NODE)
                     await self._wake_dispatchers(conn, ended)
-                report.recovered += len(ended)
+                recovered += len(ended)
                 if len(ended) < self.config.batch_size:
                     break
+            report.recovered += recovered
             async with self.db.transaction() as conn:
                 if await self.nodes.forget_if_idle(conn, node):
                     report.forgotten.append(node)
-            log.warning("recovered node %s: %d executions abandoned", node, report.recovered)
+            if recovered:
+                log.warning("node %s is dead: %d of its executions abandoned and retried", node, recovered)
         return report
 
     async def abandon_past_deadlines(self) -> int:
