@@ -36,9 +36,11 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="listen address")
     port: int = Field(8000, ge=1, le=65535, description="listen port")
     public_url: str | None = Field(None, description="base URL handlers call back; default http://<host>:<port>")
-    api_keys: Annotated[list[str], NoDecode] = Field(default_factory=list, description="Bearer keys for management routes; empty → open")
+    api_keys: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Bearer keys for management routes; empty → open")
     node_name: str = Field(default_factory=socket.gethostname, description="first part of the node id")
-    queues: Annotated[list[str], NoDecode] = Field(default_factory=list, description="queues this node claims from; empty → all")
+    queues: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="queues this node claims from; empty → all")
     concurrency: int = Field(64, ge=1, le=10_000, description="in-flight HTTP calls per node")
     poll_interval: float = Field(1.0, gt=0, description="seconds between fallback claim polls")
     execution_timeout: float = Field(120.0, gt=0, le=7 * 86400, description="default attempt deadline, seconds")

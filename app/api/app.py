@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI
+from fastapi import APIRouter, Depends, FastAPI, Security
+from fastapi.security import HTTPBearer
 
 from app.api import (
     errors,
@@ -19,6 +21,7 @@ from app.api import (
 )
 from app.api.auth import require_api_key
 from app.api.body import BodyLimitMiddleware
+from app.api.schemas import problems
 
 DESCRIPTION = """\
 Jobwire stores jobs in PostgreSQL and dispatches each attempt as a signed HTTP POST
@@ -39,11 +42,12 @@ def create_api(
     app.state.api_keys = tuple(k.encode() for k in api_keys)
     errors.install(app)
 
-    management = APIRouter(dependencies=[Depends(require_api_key)], responses={401: {"description": "missing or wrong API key"},
-                                      422: {"description": "validation failed (problem+json with errors)"}})
+    # The Bearer scheme is declared for the OpenAPI document; ManagementRoute enforces the key.
+    management = APIRouter(dependencies=[Depends(require_api_key), Security(HTTPBearer(auto_error=False))],
+                           responses=problems(401, 422, 503))
     for module in (routes_handlers, routes_jobs, routes_executions, routes_nodes):
         management.include_router(module.router)
-    callbacks = APIRouter()
+    callbacks = APIRouter(responses=problems(401, 403, 404, 409, 422, 503))
     callbacks.include_router(routes_callbacks.router)
 
     app.include_router(management)

@@ -6,7 +6,7 @@ import hmac
 
 from fastapi import Request
 
-from app.domain.errors import Forbidden, Unauthenticated
+from app.domain.errors import Unauthenticated
 
 
 def bearer_token(request: Request) -> str | None:

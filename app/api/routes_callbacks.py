@@ -10,20 +10,15 @@ from starlette.responses import Response
 from app.api.auth import bearer_token
 from app.api.body import StrictJSONRoute
 from app.api.responses import FastJSON
-from app.api.schemas import CancelRequested, CompleteIn, ExecutionOut, Problem, ProgressIn
+from app.api.schemas import CancelRequested, CompleteIn, ExecutionOut, ProgressIn
 from app.api.services import Services, services
 from app.api.views import execution_view
 from app.services.callbacks import Completion
 
 router = APIRouter(prefix="/v1/executions", tags=["callbacks"], route_class=StrictJSONRoute)
-TOKEN_ERRORS = {
-    401: {"model": Problem, "description": "no callback token"},
-    403: {"model": Problem, "description": "a bad token, or another execution's"},
-    409: {"model": Problem, "description": "the token's attempt is not the execution's current attempt"},
-}
 
 
-@router.post("/{execution_id}/complete", response_model=ExecutionOut, responses=TOKEN_ERRORS)
+@router.post("/{execution_id}/complete", response_model=ExecutionOut)
 async def complete(execution_id: UUID, body: CompleteIn, request: Request,
                    s: Services = Depends(services)) -> Response:
     """Report the outcome of an accepted (202) attempt. One that cannot apply is a 200 no-op."""
@@ -38,7 +33,7 @@ async def complete(execution_id: UUID, body: CompleteIn, request: Request,
     return FastJSON(execution_view(execution))
 
 
-@router.post("/{execution_id}/progress", response_model=CancelRequested, responses=TOKEN_ERRORS)
+@router.post("/{execution_id}/progress", response_model=CancelRequested)
 async def progress(execution_id: UUID, body: ProgressIn, request: Request,
                    s: Services = Depends(services)) -> Response:
     """Store a progress snapshot (omitted fields keep their values) and extend the deadline to
@@ -48,7 +43,7 @@ async def progress(execution_id: UUID, body: ProgressIn, request: Request,
     return FastJSON({"cancel_requested": cancel})
 
 
-@router.post("/{execution_id}/heartbeat", response_model=CancelRequested, responses=TOKEN_ERRORS)
+@router.post("/{execution_id}/heartbeat", response_model=CancelRequested)
 async def heartbeat(execution_id: UUID, request: Request, s: Services = Depends(services)) -> Response:
     """Extend the deadline to now + timeout without a snapshot; answers `cancel_requested`."""
     cancel = await s.callbacks.report_progress(execution_id, bearer_token(request), None)

@@ -10,14 +10,13 @@ from starlette.responses import Response
 
 from app.api.body import ManagementRoute
 from app.api.responses import FastJSON
-from app.api.schemas import ExecutionOut, ExecutionPage, Name, Problem
+from app.api.schemas import ExecutionOut, ExecutionPage, Name, problems
 from app.api.services import Services, services
 from app.api.views import execution_view
 from app.domain.executions import ListFilter
 
 router = APIRouter(prefix="/v1/executions", tags=["executions"], route_class=ManagementRoute)
 StateName = Literal["ENQUEUED", "PROCESSING", "SUCCEEDED", "FAILED", "CANCELLED", "ABANDONED", "DEAD_LETTER"]
-CONFLICT = {409: {"model": Problem, "description": "not allowed in the execution's current state"}}
 
 
 @router.get("", response_model=ExecutionPage)
@@ -36,18 +35,18 @@ async def list_executions(
     return FastJSON({"items": [execution_view(e) for e in page.items], "next_cursor": page.next_cursor})
 
 
-@router.get("/{execution_id}", response_model=ExecutionOut)
+@router.get("/{execution_id}", response_model=ExecutionOut, responses=problems(404))
 async def get_execution(execution_id: UUID, s: Services = Depends(services)) -> Response:
     return FastJSON(execution_view(await s.executions.get(execution_id)))
 
 
-@router.post("/{execution_id}/cancel", response_model=ExecutionOut, responses=CONFLICT)
+@router.post("/{execution_id}/cancel", response_model=ExecutionOut, responses=problems(404, 409))
 async def cancel_execution(execution_id: UUID, s: Services = Depends(services)) -> Response:
     """ENQUEUED or PROCESSING → CANCELLED. A running handler learns it from its progress callback."""
     return FastJSON(execution_view(await s.executions.cancel(execution_id)))
 
 
-@router.post("/{execution_id}/retry", response_model=ExecutionOut, responses=CONFLICT)
+@router.post("/{execution_id}/retry", response_model=ExecutionOut, responses=problems(404, 409))
 async def retry_execution(execution_id: UUID, s: Services = Depends(services)) -> Response:
     """DEAD_LETTER or CANCELLED → ENQUEUED now, as a new attempt."""
     return FastJSON(execution_view(await s.executions.retry(execution_id)))

@@ -9,7 +9,7 @@ from starlette.responses import Response
 
 from app.api.body import ManagementRoute
 from app.api.responses import FastJSON
-from app.api.schemas import HandlerIn, HandlerList, HandlerOut, Name
+from app.api.schemas import HandlerIn, HandlerList, HandlerOut, Name, problems
 from app.api.services import Services, services
 from app.api.views import handler_view
 from app.services.handlers import HandlerSpec
@@ -33,12 +33,12 @@ async def list_handlers(s: Services = Depends(services)) -> Response:
     return FastJSON({"items": [handler_view(h) for h in await s.handlers.list()]})
 
 
-@router.get("/{name}", response_model=HandlerOut)
+@router.get("/{name}", response_model=HandlerOut, responses=problems(404))
 async def get_handler(name: HandlerName, s: Services = Depends(services)) -> Response:
     return FastJSON(handler_view(await s.handlers.get(name)))
 
 
-@router.delete("/{name}", status_code=204)
+@router.delete("/{name}", status_code=204, responses=problems(404, 409))
 async def delete_handler(name: HandlerName, s: Services = Depends(services)) -> Response:
     """409 while ENQUEUED or PROCESSING executions, or schedules, use it."""
     await s.handlers.delete(name)

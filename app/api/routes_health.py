@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends
 from starlette.responses import Response
 
 from app.api.responses import FastJSON, problem
-from app.api.schemas import Health, Problem
+from app.api.schemas import Health, problems
 from app.api.services import Services, services
 
 router = APIRouter(tags=["health"])
@@ -17,7 +17,7 @@ async def healthz() -> Response:
     return FastJSON({"status": "ok"})
 
 
-@router.get("/readyz", response_model=Health, responses={503: {"model": Problem}})
+@router.get("/readyz", response_model=Health, responses=problems(503))
 async def readyz(s: Services = Depends(services)) -> Response:
     ready, detail = await s.health.readiness()
     if not ready:

@@ -9,7 +9,7 @@ from starlette.responses import Response
 
 from app.api.body import ManagementRoute
 from app.api.responses import FastJSON
-from app.api.schemas import BatchIn, BatchOut, ExecutionOut, JobIn
+from app.api.schemas import BatchIn, BatchOut, ExecutionOut, JobIn, problems
 from app.api.services import Services, services
 from app.api.views import execution_view
 from app.domain.errors import FieldError, ValidationFailed
@@ -19,7 +19,9 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=ManagementRoute
 
 
 @router.post("", response_model=ExecutionOut, status_code=201,
-             responses={200: {"model": ExecutionOut, "description": "an idempotency key already stored with the same body"}})
+             responses={200: {"model": ExecutionOut,
+                              "description": "an idempotency key already stored with the same body"},
+                        **problems(413)})
 async def enqueue(
     body: JobIn,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
@@ -35,7 +37,7 @@ async def enqueue(
     return FastJSON(execution_view(done.execution), status_code=201 if done.created else 200)
 
 
-@router.post("/batch", response_model=BatchOut, status_code=201)
+@router.post("/batch", response_model=BatchOut, status_code=201, responses=problems(413))
 async def enqueue_batch(body: BatchIn, s: Services = Depends(services)) -> Response:
     """Enqueue 1–1,000 jobs atomically: one invalid item rejects all, naming it (`jobs[i]…`)."""
     done = await s.enqueue.enqueue([job.to_new_job() for job in body.jobs], field_prefix="jobs")

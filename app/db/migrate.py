@@ -64,5 +64,6 @@ async def upgrade(url: str, schema: str | None) -> None:
 async def current_revisions(engine: AsyncEngine, schema: str | None) -> set[str]:
     async with engine.connect() as conn:
         return await conn.run_sync(
-            lambda sync: set(MigrationContext.configure(sync, opts={"version_table_schema": schema}).get_current_heads())
+            lambda sync: set(
+                MigrationContext.configure(sync, opts={"version_table_schema": schema}).get_current_heads())
         )

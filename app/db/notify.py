@@ -30,7 +30,7 @@ class NotifyListener:
             try:
                 conn = await asyncpg.connect(self.dsn, server_settings=self.server_settings)
                 lost = asyncio.Event()
-                conn.add_termination_listener(lambda _c: lost.set())
+                conn.add_termination_listener(lambda _c, lost=lost: lost.set())
                 await conn.add_listener(self.channel, lambda *_args: self.on_notify())
                 # Anything enqueued while we were not listening is found by this wake-up.
                 self.on_notify()

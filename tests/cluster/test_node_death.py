@@ -64,7 +64,8 @@ async def test_kill_9_of_one_node_redispatches_only_its_executions(tmp_path, fre
             await wait_ready(base, process, log)
         conn = await asyncpg.connect(make_url(url).set(drivername="postgresql").render_as_string(False))
         async with httpx.AsyncClient(base_url=nodes[0][1], timeout=30) as api:
-            assert (await api.put("/v1/handlers/slow", json={"url": f"http://127.0.0.1:{port}/slow"})).status_code == 201
+            registered = await api.put("/v1/handlers/slow", json={"url": f"http://127.0.0.1:{port}/slow"})
+            assert registered.status_code == 201
             jobs = [{"handler": "slow", "payload": {"i": i}} for i in range(60)]
             assert (await api.post("/v1/jobs/batch", json={"jobs": jobs})).status_code == 201
 

@@ -40,7 +40,8 @@ async def enqueue(api: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
     return response.json()
 
 
-async def complete(api: httpx.AsyncClient, job: dict[str, Any], token: str | None = None, **body: Any) -> httpx.Response:
+async def complete(api: httpx.AsyncClient, job: dict[str, Any], token: str | None = None,
+                   **body: Any) -> httpx.Response:
     headers = {} if token == "" else {"authorization": f"Bearer {token or job['callback']['token']}"}
     return await api.post(f"/v1/executions/{job['execution_id']}/complete", json=body, headers=headers)
 
@@ -165,7 +166,7 @@ async def test_a_call_open_at_its_deadline_is_abandoned_and_a_late_success_still
 
 async def test_a_failure_reply_dead_letter_is_not_overridden_by_a_late_success(api, handler):
     await register(api, "accepts", handler.route("/accepts", status(202)))
-    job = await enqueue(api, handler="accepts", max_attempts=1)
+    await enqueue(api, handler="accepts", max_attempts=1)
     await handler.wait_for(1)
     sent = handler.received[0]
     failed = await complete(api, sent, outcome="failed", error={"message": "bad input", "type": "validation"})
