@@ -117,6 +117,18 @@ async def run(args: argparse.Namespace) -> dict:
         server.wait(60)
         handler.terminate()
         handler.wait(10)
+        if args.database_url:
+            await drop_schema(args.database_url, env["JOBWIRE_DB_SCHEMA"])
+
+
+async def drop_schema(url: str, schema: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    finally:
+        await conn.close()
 
 
 def main() -> None:
