@@ -1,0 +1,83 @@
+"""SIGTERM on a `jobwire serve` node with calls in flight: it drains within the grace,
+abandons and re-enqueues what is left, forgets its heartbeat and exits 0; another node then
+finishes the work."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import asyncpg
+import httpx
+import pytest
+from aiohttp import web
+from sqlalchemy.engine import make_url
+
+from tests.cluster.processes import serve, terminate, wait_ready
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.cluster
+
+
+async def test_sigterm_drains_abandons_the_rest_and_another_node_finishes(tmp_path, fresh_database):
+    url = await fresh_database()
+    attempts: list[tuple[str, int]] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        job = await request.json()
+        attempts.append((job["execution_id"], job["attempt"]))
+        await asyncio.sleep(0.2 if job["payload"]["quick"] else 5)
+        return web.json_response({"result": "done"})
+
+    app = web.Application()
+    app.router.add_post("/work", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+
+    env = {"JOBWIRE_DATABASE_URL": url, "JOBWIRE_POLL_INTERVAL": "0.2", "JOBWIRE_SHUTDOWN_GRACE": "1"}
+    first, first_url = serve({**env, "JOBWIRE_NODE_NAME": "first"}, tmp_path / "first.log")
+    conn = await asyncpg.connect(make_url(url).set(drivername="postgresql").render_as_string(False))
+    second = None
+    try:
+        await wait_ready(first_url, first, tmp_path / "first.log")
+        async with httpx.AsyncClient(base_url=first_url, timeout=30) as api:
+            assert (await api.put("/v1/handlers/w", json={"url": f"http://127.0.0.1:{port}/work"})).status_code == 201
+            jobs = [{"handler": "w", "payload": {"quick": i < 2}} for i in range(6)]
+            assert (await api.post("/v1/jobs/batch", json={"jobs": jobs})).status_code == 201
+        for _ in range(100):
+            if len(attempts) == 6:
+                break
+            await asyncio.sleep(0.05)
+        assert len(attempts) == 6
+        node_id = await conn.fetchval("SELECT server_id FROM job_server_heartbeats")
+
+        started = time.monotonic()
+        code = await asyncio.to_thread(terminate, first)  # the handler lives on this loop
+        took = time.monotonic() - started
+        assert code == 0, (tmp_path / "first.log").read_text()[-3000:]
+        assert took < 4, f"shutdown took {took:.1f}s with a 1 s grace"
+
+        states = dict(await conn.fetch("SELECT state, count(*) FROM job_executions GROUP BY state"))
+        assert states == {"SUCCEEDED": 2, "ENQUEUED": 4}, states
+        abandoned = await conn.fetch(
+            "SELECT attempt, error_type FROM job_executions WHERE state = 'ENQUEUED'")
+        assert {(r["attempt"], r["error_type"]) for r in abandoned} == {(1, "abandoned_shutdown")}
+        assert await conn.fetchval("SELECT count(*) FROM job_server_heartbeats WHERE server_id = $1", node_id) == 0
+
+        second, second_url = serve({**env, "JOBWIRE_NODE_NAME": "second"}, tmp_path / "second.log")
+        await wait_ready(second_url, second, tmp_path / "second.log")
+        for _ in range(300):
+            if await conn.fetchval("SELECT count(*) FROM job_executions WHERE state = 'SUCCEEDED'") == 6:
+                break
+            await asyncio.sleep(0.1)
+        assert dict(await conn.fetch("SELECT state, count(*) FROM job_executions GROUP BY state")) == {"SUCCEEDED": 6}
+    finally:
+        await conn.close()
+        if first.poll() is None:
+            terminate(first)
+        if second is not None:
+            terminate(second)
+        await runner.cleanup()
+    assert sorted(a for _, a in attempts) == [0] * 6 + [1] * 4
