@@ -30,6 +30,7 @@ from app.services.executions import ExecutionService
 from app.services.handlers import HandlerService
 from app.services.health import HealthService
 from app.services.outcomes import ClaimConfig, OutcomeService
+from app.services.queues import QueueService
 
 log = logging.getLogger("jobwire")
 _ALPHABET = string.ascii_lowercase + string.digits
@@ -78,6 +79,7 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
                 callbacks=callbacks,
                 health=HealthService(db),
                 coordination=coordination,
+                queues=QueueService(db),
             )
             app.state.node_id = node_id
             session = AiohttpTransport.new_session(settings.concurrency)

@@ -242,3 +242,15 @@ class NodeOut(BaseModel):
 
 class NodeList(BaseModel):
     items: list[NodeOut]
+
+
+class QueueOut(BaseModel):
+    name: str
+    paused: bool
+    counts: dict[str, int] = Field(description="executions by state (every state, 0 included)")
+    oldest_claimable_age_seconds: float | None = Field(
+        description="age of the oldest due ENQUEUED job (database time); null when none is due")
+
+
+class QueueList(BaseModel):
+    items: list[QueueOut]

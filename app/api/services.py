@@ -12,6 +12,7 @@ from app.services.enqueue import EnqueueService
 from app.services.executions import ExecutionService
 from app.services.handlers import HandlerService
 from app.services.health import HealthService
+from app.services.queues import QueueService
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,7 @@ class Services:
     callbacks: CallbackService
     health: HealthService
     coordination: CoordinationService
+    queues: QueueService
 
 
 def services(request: Request) -> Services:

@@ -113,12 +113,24 @@ class ExecutionRepository:
         queues: Sequence[str],
         default_timeout: float,
     ) -> list[ClaimedJob]:
-        params: dict[str, Any] = {"node": node, "n": n, "default_timeout": float(default_timeout)}
+        """Claim up to n due jobs in two statements of the caller's transaction: first the
+        advisory locks (stateful queues, limited handlers) and the paused queues, then the claim,
+        whose fresh snapshot sees every earlier lock holder's committed claim."""
+        params: dict[str, Any] = {}
         if queues:
-            stmt = Q["executions_claim_queues"].bindparams(bindparam("queues", type_=ARRAY(Text)))
             params["queues"] = list(queues)
-        else:
-            stmt = Q["executions_claim_all_queues"]
+        locks = await conn.execute(Q["claim_locks_queues" if queues else "claim_locks_all_queues"], params)
+        stateful_queues, limited, blocked, paused = [], [], [], []
+        for kind, name, locked in locks:
+            if kind == "queue":
+                stateful_queues.append(name)
+            elif kind == "handler":
+                (limited if locked else blocked).append(name)
+            else:
+                paused.append(name)
+        params.update(node=node, n=n, default_timeout=float(default_timeout), stateful_queues=stateful_queues,
+                      limited=limited, blocked=blocked, paused=paused)
+        stmt = Q["executions_claim_queues" if queues else "executions_claim_all_queues"]
         return [to_claimed(r) for r in await conn.execute(stmt, params)]
 
     async def succeed_many(

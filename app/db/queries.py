@@ -63,11 +63,16 @@ def parse(source: str) -> dict[str, str]:
     chunks = _HEADER.split(source)
     sections = list(zip(chunks[1::3], chunks[2::3], chunks[3::3], strict=True))
     fragments = {name: body.strip() for kind, name, body in sections if kind == "fragment"}
-    return {
-        name: _expand(_FRAGMENT_USE.sub(lambda m: fragments.get(m[1], m[0]), body)).strip()
-        for kind, name, body in sections
-        if kind == "name"
-    }
+
+    def include(body: str) -> str:
+        for _ in range(10):  # fragments may use fragments
+            expanded = _FRAGMENT_USE.sub(lambda m: fragments.get(m[1], m[0]), body)
+            if expanded == body:
+                return expanded
+            body = expanded
+        raise ValueError("fragments nest too deep (a cycle?)")
+
+    return {name: _expand(include(body)).strip() for kind, name, body in sections if kind == "name"}
 
 
 def load(filename: str) -> dict[str, TextClause]:

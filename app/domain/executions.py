@@ -94,6 +94,14 @@ class Node:
 
 
 @dataclass(frozen=True, slots=True)
+class QueueStatus:
+    name: str
+    paused: bool
+    counts: dict[str, int]
+    oldest_claimable_age_seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class NewJob:
     """A validated enqueue request, defaults applied, ready to insert."""
 

@@ -93,6 +93,7 @@ class CallbackService:
                 )
                 changed = await self.outcomes.fail(conn, execution_id, attempt, outcome)
             if changed is not None:
+                await self.outcomes.wake_if_handed_over(conn, [changed])
                 return changed
             # Zero rows: a duplicate, or no longer PROCESSING. An idempotent no-op that reports
             # the execution as it is now (another writer may have moved it since we read it).

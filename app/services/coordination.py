@@ -102,5 +102,5 @@ class CoordinationService:
             return await self.nodes.forget_if_idle(conn, self.config.node_id)
 
     async def _wake_dispatchers(self, conn: object, ended: list[Execution]) -> None:
-        if any(e.state is JobState.ENQUEUED for e in ended):
+        if any(e.state is JobState.ENQUEUED or e.stateful for e in ended):
             await self.executions.notify(conn, self.db.notify_channel)  # type: ignore[arg-type]

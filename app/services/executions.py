@@ -73,6 +73,10 @@ class ExecutionService:
             execution = await self.executions.cancel(conn, execution_id)
             if execution is None:
                 await self._explain_refusal(conn, execution_id, "cancel")
+            elif execution.stateful:
+                # The slot is free at once, even if the handler has not stopped yet (cooperative
+                # cancellation): the next stateful job of the queue may be claimed now.
+                await self.executions.notify(conn, self.db.notify_channel, execution.queue)
         assert execution is not None
         return execution
 

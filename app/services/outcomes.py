@@ -92,13 +92,21 @@ class OutcomeService:
     async def _record(self, conn: Any, results: Sequence[tuple[ClaimedJob, Outcome]]) -> None:
         succeeded = [(j.id, j.attempt, o.result) for j, o in results if o.kind is OutcomeKind.SUCCEEDED]
         accepted = [(j.id, j.attempt) for j, o in results if o.kind is OutcomeKind.ACCEPTED]
+        ended: list[Execution | None] = []
         if succeeded:
-            await self.executions.succeed_many(conn, succeeded)
+            ended += await self.executions.succeed_many(conn, succeeded)
         if accepted:
             await self.executions.release_to_handler(conn, self.claim_config.node_id, accepted)
         for job, outcome in results:
             if outcome.kind in (OutcomeKind.FAILED, OutcomeKind.ABANDONED):
-                await self.fail(conn, job.id, job.attempt, outcome)
+                ended.append(await self.fail(conn, job.id, job.attempt, outcome))
+        await self.wake_if_handed_over(conn, ended)
+
+    async def wake_if_handed_over(self, conn: Any, ended: Sequence[Execution | None]) -> None:
+        """A stateful execution left PROCESSING (or a retry is due): the next stateful job of its
+        queue is claimable now, so wake every node (one NOTIFY per transaction, on commit)."""
+        if any(e is not None and (e.stateful or e.state is JobState.ENQUEUED) for e in ended):
+            await self.executions.notify(conn, self.db.notify_channel)
 
     async def fail(self, conn: Any, execution_id: UUID, attempt: int, outcome: Outcome) -> Execution | None:
         abandoned = outcome.kind is OutcomeKind.ABANDONED

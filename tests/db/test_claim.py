@@ -74,7 +74,9 @@ async def seed_for_explain(db: Database) -> None:
 
 
 async def explain(db: Database, name: str, **values: str) -> str:
-    sql = with_literals(Q[name].text, {"n": "10", "node": "'explain-node'", "default_timeout": "60.0", **values})
+    defaults = {"n": "10", "node": "'explain-node'", "default_timeout": "60.0",
+                "blocked": "'{}'", "paused": "'{}'", "stateful_queues": "'{}'", "limited": "'{}'"}
+    sql = with_literals(Q[name].text, {**defaults, **values})
     async with db.transaction() as conn:
         rows = await conn.exec_driver_sql("EXPLAIN " + sql)
         return "\n".join(r[0] for r in rows)

@@ -40,7 +40,7 @@ SELECT $COLUMNS, idempotency_key, request_hash FROM job_executions WHERE idempot
 SELECT $COLUMNS FROM job_executions WHERE id = :id
 
 -- fragment: claim_tail
--- The rest of both claims: mark the claimed rows PROCESSING with their deadline, record the
+-- The end of both claims: mark the claimed rows PROCESSING with their deadline, record the
 -- events, and return what a dispatch needs (the handler's URL and secret, the seconds left).
 u AS (
     UPDATE job_executions e
@@ -62,27 +62,105 @@ SELECT $U_COLUMNS, h.url AS handler_url, h.secret AS handler_secret,
 FROM u LEFT JOIN job_handlers h ON h.name = u.handler
 ORDER BY u.priority DESC, u.scheduled_at
 
+-- fragment: claim_locks_rest
+-- Handlers with max_concurrency: try each one's lock (locked → its free slots are counted by the
+-- claim; not locked → another claimer is counting them now, so skip its jobs this time). And the
+-- paused queues, which no claim takes from.
+UNION ALL
+SELECT 'handler', h.name, pg_try_advisory_xact_lock(hashtext('jobwire:' || current_schema()), hashtext('handler:' || h.name))
+FROM job_handlers h
+WHERE h.max_concurrency IS NOT NULL
+UNION ALL
+SELECT 'paused', name, true FROM job_queues WHERE paused
+
+-- name: claim_locks_all_queues
+-- The first statement of a claim transaction: transaction-scoped advisory locks (keyed by schema,
+-- so two Jobwire schemas in one database never block each other) on the queues
+-- that have a due stateful job and none PROCESSING. Only their holder may claim a stateful job
+-- there until it commits, and the claim statement that follows takes a new snapshot, so it sees
+-- every earlier holder's claim: the check-then-claim cannot race. (Taken inside the claim's own
+-- WHERE, a lock would come after the snapshot was taken, and race.)
+SELECT 'queue' AS kind, q.queue AS name, true AS locked
+FROM (SELECT DISTINCT queue FROM job_executions
+      WHERE state = 'ENQUEUED' AND stateful AND scheduled_at <= now()) AS q
+WHERE NOT EXISTS (SELECT 1 FROM job_executions p
+                  WHERE p.state = 'PROCESSING' AND p.stateful AND p.queue = q.queue)
+  AND NOT EXISTS (SELECT 1 FROM job_queues jq WHERE jq.name = q.queue AND jq.paused)
+  AND pg_try_advisory_xact_lock(hashtext('jobwire:' || current_schema()), hashtext('queue:' || q.queue))
+$claim_locks_rest
+
+-- name: claim_locks_queues
+-- As claim_locks_all_queues, for the node's queues only.
+SELECT 'queue' AS kind, q.queue AS name, true AS locked
+FROM (SELECT DISTINCT queue FROM job_executions
+      WHERE state = 'ENQUEUED' AND stateful AND scheduled_at <= now()
+        AND queue = ANY(CAST(:queues AS text[]))) AS q
+WHERE NOT EXISTS (SELECT 1 FROM job_executions p
+                  WHERE p.state = 'PROCESSING' AND p.stateful AND p.queue = q.queue)
+  AND NOT EXISTS (SELECT 1 FROM job_queues jq WHERE jq.name = q.queue AND jq.paused)
+  AND pg_try_advisory_xact_lock(hashtext('jobwire:' || current_schema()), hashtext('queue:' || q.queue))
+$claim_locks_rest
+
+-- fragment: claim_stateful
+-- One stateful job per queue whose lock this transaction holds, if that queue has none
+-- PROCESSING (checked in this statement's snapshot, taken after the lock was granted).
+chosen AS (
+    SELECT s.id
+    FROM unnest(CAST(:stateful_queues AS text[])) AS q(queue)
+    CROSS JOIN LATERAL (
+        SELECT e.id FROM job_executions e
+        WHERE e.state = 'ENQUEUED' AND e.stateful AND e.queue = q.queue AND e.scheduled_at <= now()
+          AND e.handler <> ALL(CAST(:blocked AS text[]))
+          AND NOT EXISTS (SELECT 1 FROM job_executions p
+                          WHERE p.state = 'PROCESSING' AND p.stateful AND p.queue = q.queue)
+        ORDER BY e.priority DESC, e.scheduled_at
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    ) AS s
+),
+-- Per handler with max_concurrency (locked by this transaction), keep no more than its free
+-- slots; then the best :n of everything.
+free AS (
+    SELECT h.name, h.max_concurrency - (SELECT count(*) FROM job_executions p
+                                        WHERE p.state = 'PROCESSING' AND p.handler = h.name) AS slots
+    FROM job_handlers h
+    WHERE h.name = ANY(CAST(:limited AS text[]))
+), c AS (
+    SELECT r.id
+    FROM (SELECT e.id, e.priority, e.scheduled_at, e.handler,
+                 row_number() OVER (PARTITION BY e.handler ORDER BY e.priority DESC, e.scheduled_at) AS rank
+          FROM (SELECT id FROM plain UNION ALL SELECT id FROM chosen) AS x
+          JOIN job_executions e ON e.id = x.id) AS r
+    LEFT JOIN free f ON f.name = r.handler
+    WHERE f.name IS NULL OR r.rank <= f.slots
+    ORDER BY r.priority DESC, r.scheduled_at
+    LIMIT :n
+), $claim_tail
+
 -- name: executions_claim_all_queues
 -- Claim up to :n due jobs of any queue, best first; SKIP LOCKED lets claimers pass each other.
 -- The CTE is the optimisation fence: LIMIT applies before the UPDATE, and the planner uses the
--- partial index ix_job_executions_claim_all.
-WITH c AS (
+-- partial index ix_job_executions_claim_all. Stateful jobs come only through claim_stateful.
+WITH plain AS (
     SELECT id FROM job_executions
-    WHERE state = 'ENQUEUED' AND scheduled_at <= now()
+    WHERE state = 'ENQUEUED' AND scheduled_at <= now() AND NOT stateful
+      AND handler <> ALL(CAST(:blocked AS text[])) AND queue <> ALL(CAST(:paused AS text[]))
     ORDER BY priority DESC, scheduled_at
     LIMIT :n
     FOR UPDATE SKIP LOCKED
-), $claim_tail
+), $claim_stateful
 
 -- name: executions_claim_queues
 -- As executions_claim_all_queues, limited to the node's queues (index ix_job_executions_claim).
-WITH c AS (
+WITH plain AS (
     SELECT id FROM job_executions
-    WHERE state = 'ENQUEUED' AND scheduled_at <= now() AND queue = ANY(:queues)
+    WHERE state = 'ENQUEUED' AND scheduled_at <= now() AND queue = ANY(CAST(:queues AS text[]))
+      AND NOT stateful
+      AND handler <> ALL(CAST(:blocked AS text[])) AND queue <> ALL(CAST(:paused AS text[]))
     ORDER BY priority DESC, scheduled_at
     LIMIT :n
     FOR UPDATE SKIP LOCKED
-), $claim_tail
+), $claim_stateful
 
 -- name: executions_succeed
 -- Record successes in one statement. Guarded per row: the attempt must be current, and a
