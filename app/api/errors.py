@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI
@@ -57,6 +57,12 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, str]]:
     return errors
 
 
+def _plain_problem(status: int) -> Callable[[Request, Exception], Awaitable[Response]]:
+    async def handle(_: Request, exc: Exception) -> Response:
+        return problem(status, str(exc))
+    return handle
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> Response:
@@ -72,29 +78,16 @@ def install(app: FastAPI) -> None:
     async def _too_large(_: Request, exc: PayloadTooLarge) -> Response:
         return problem(413, str(exc), errors=[{"field": exc.field, "message": str(exc).split(": ", 1)[1]}])
 
-    @app.exception_handler(NotFound)
-    async def _not_found(_: Request, exc: NotFound) -> Response:
-        return problem(404, str(exc))
-
-    @app.exception_handler(InvalidTransition)
-    async def _transition(_: Request, exc: InvalidTransition) -> Response:
-        return problem(409, str(exc))
-
-    @app.exception_handler(StaleAttempt)
-    async def _stale(_: Request, exc: StaleAttempt) -> Response:
-        return problem(409, str(exc))
-
-    @app.exception_handler(Conflict)
-    async def _conflict(_: Request, exc: Conflict) -> Response:
-        return problem(409, str(exc))
+    # Domain errors that map to a status and their own message.
+    statuses: dict[type[Exception], int] = {
+        NotFound: 404, InvalidTransition: 409, StaleAttempt: 409, Conflict: 409, Forbidden: 403,
+    }
+    for error, status in statuses.items():
+        app.add_exception_handler(error, _plain_problem(status))
 
     @app.exception_handler(Unauthenticated)
     async def _unauthenticated(_: Request, exc: Unauthenticated) -> Response:
         return problem(401, str(exc), headers={"www-authenticate": "Bearer"})
-
-    @app.exception_handler(Forbidden)
-    async def _forbidden(_: Request, exc: Forbidden) -> Response:
-        return problem(403, str(exc))
 
     @app.exception_handler(DatabaseUnavailable)
     async def _unavailable(_: Request, exc: DatabaseUnavailable) -> Response:

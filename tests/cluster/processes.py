@@ -10,7 +10,10 @@ import sys
 import time
 from pathlib import Path
 
+import asyncpg
 import httpx
+from aiohttp import web
+from sqlalchemy.engine import make_url
 
 from tests.conftest import free_port
 
@@ -51,3 +54,19 @@ def terminate(process: subprocess.Popen[bytes], timeout: float = 30) -> int:
         raise
 
 
+
+
+async def handler_server(path: str, handle) -> tuple[web.AppRunner, str]:  # noqa: ANN001
+    """A real handler on loopback, in this test's event loop; returns (runner, url of `path`)."""
+    app = web.Application()
+    app.router.add_post(path, handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    return runner, f"http://127.0.0.1:{port}{path}"
+
+
+async def connect(url: str) -> asyncpg.Connection:
+    """A plain asyncpg connection to a test database (to watch the tables from outside)."""
+    return await asyncpg.connect(make_url(url).set(drivername="postgresql").render_as_string(False))

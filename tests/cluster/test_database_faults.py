@@ -6,14 +6,11 @@ import asyncio
 import collections
 import time
 
-import asyncpg
 import httpx
 import pytest
 from aiohttp import web
-from sqlalchemy.engine import make_url
 
-from tests.cluster.processes import serve, terminate, wait_ready
-from tests.conftest import free_port
+from tests.cluster.processes import connect, handler_server, serve, terminate, wait_ready
 
 pytestmark = pytest.mark.cluster
 
@@ -28,23 +25,18 @@ async def test_terminating_every_jobwire_connection_mid_load_loses_nothing(tmp_p
         await asyncio.sleep(0.01)
         return web.json_response({"result": None})
 
-    app = web.Application()
-    app.router.add_post("/work", handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
+    runner, handler_url = await handler_server("/work", handle)
 
     log = tmp_path / "node.log"
     # A 30 s poll: the node must be woken by NOTIFY, so LISTEN must come back after each cut.
     process, base = serve({"JOBWIRE_DATABASE_URL": url, "JOBWIRE_POLL_INTERVAL": "30",
                            "JOBWIRE_EXECUTION_TIMEOUT": "10", "JOBWIRE_SCAN_INTERVAL": "1"}, log)
-    conn = await asyncpg.connect(make_url(url).set(drivername="postgresql").render_as_string(False))
+    conn = await connect(url)
     total = 3000
     try:
         await wait_ready(base, process, log)
         async with httpx.AsyncClient(base_url=base, timeout=30) as api:
-            assert (await api.put("/v1/handlers/w", json={"url": f"http://127.0.0.1:{port}/work"})).status_code == 201
+            assert (await api.put("/v1/handlers/w", json={"url": handler_url})).status_code == 201
             for start in range(0, total, 1000):
                 jobs = [{"handler": "w", "payload": {"i": i}} for i in range(start, start + 1000)]
                 assert (await api.post("/v1/jobs/batch", json={"jobs": jobs})).status_code == 201

@@ -7,14 +7,11 @@ from __future__ import annotations
 import asyncio
 import time
 
-import asyncpg
 import httpx
 import pytest
 from aiohttp import web
-from sqlalchemy.engine import make_url
 
-from tests.cluster.processes import serve, terminate, wait_ready
-from tests.conftest import free_port
+from tests.cluster.processes import connect, handler_server, serve, terminate, wait_ready
 
 pytestmark = pytest.mark.cluster
 
@@ -29,21 +26,16 @@ async def test_sigterm_drains_abandons_the_rest_and_another_node_finishes(tmp_pa
         await asyncio.sleep(0.2 if job["payload"]["quick"] else 5)
         return web.json_response({"result": "done"})
 
-    app = web.Application()
-    app.router.add_post("/work", handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
+    runner, handler_url = await handler_server("/work", handle)
 
     env = {"JOBWIRE_DATABASE_URL": url, "JOBWIRE_POLL_INTERVAL": "0.2", "JOBWIRE_SHUTDOWN_GRACE": "1"}
     first, first_url = serve({**env, "JOBWIRE_NODE_NAME": "first"}, tmp_path / "first.log")
-    conn = await asyncpg.connect(make_url(url).set(drivername="postgresql").render_as_string(False))
+    conn = await connect(url)
     second = None
     try:
         await wait_ready(first_url, first, tmp_path / "first.log")
         async with httpx.AsyncClient(base_url=first_url, timeout=30) as api:
-            assert (await api.put("/v1/handlers/w", json={"url": f"http://127.0.0.1:{port}/work"})).status_code == 201
+            assert (await api.put("/v1/handlers/w", json={"url": handler_url})).status_code == 201
             jobs = [{"handler": "w", "payload": {"quick": i < 2}} for i in range(6)]
             assert (await api.post("/v1/jobs/batch", json={"jobs": jobs})).status_code == 201
         for _ in range(100):

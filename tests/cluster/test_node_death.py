@@ -12,14 +12,11 @@ import collections
 import signal
 import time
 
-import asyncpg
 import httpx
 import pytest
 from aiohttp import web
-from sqlalchemy.engine import make_url
 
-from tests.cluster.processes import serve, terminate, wait_ready
-from tests.conftest import free_port
+from tests.cluster.processes import connect, handler_server, serve, terminate, wait_ready
 
 pytestmark = pytest.mark.cluster
 
@@ -37,12 +34,7 @@ async def test_kill_9_of_one_node_redispatches_only_its_executions(tmp_path, fre
         await asyncio.sleep(2)
         return web.json_response({"result": job["attempt"]})
 
-    app = web.Application()
-    app.router.add_post("/slow", handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
+    runner, handler_url = await handler_server("/slow", handle)
 
     env = {
         "JOBWIRE_DATABASE_URL": url,
@@ -62,9 +54,9 @@ async def test_kill_9_of_one_node_redispatches_only_its_executions(tmp_path, fre
     try:
         for process, base, log in nodes:
             await wait_ready(base, process, log)
-        conn = await asyncpg.connect(make_url(url).set(drivername="postgresql").render_as_string(False))
+        conn = await connect(url)
         async with httpx.AsyncClient(base_url=nodes[0][1], timeout=30) as api:
-            registered = await api.put("/v1/handlers/slow", json={"url": f"http://127.0.0.1:{port}/slow"})
+            registered = await api.put("/v1/handlers/slow", json={"url": handler_url})
             assert registered.status_code == 201
             jobs = [{"handler": "slow", "payload": {"i": i}} for i in range(60)]
             assert (await api.post("/v1/jobs/batch", json={"jobs": jobs})).status_code == 201

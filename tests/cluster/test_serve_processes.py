@@ -8,14 +8,11 @@ import collections
 import time
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 from aiohttp import web
-from sqlalchemy.engine import make_url
 
-from tests.cluster.processes import serve, terminate, wait_ready
-from tests.conftest import free_port
+from tests.cluster.processes import connect, handler_server, serve, terminate, wait_ready
 
 pytestmark = pytest.mark.cluster
 
@@ -46,12 +43,7 @@ async def test_two_nodes_drain_10000_jobs_none_lost_none_dispatched_twice(tmp_pa
             return web.Response(status=202)
         return web.json_response({"result": job["payload"]["i"]})
 
-    app = web.Application()
-    app.router.add_post("/work", handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
+    runner, handler_url = await handler_server("/work", handle)
 
     env = {"JOBWIRE_DATABASE_URL": url, "JOBWIRE_POLL_INTERVAL": "0.2"}
     nodes = []
@@ -65,7 +57,7 @@ async def test_two_nodes_drain_10000_jobs_none_lost_none_dispatched_twice(tmp_pa
         total = 10_000
         async with httpx.AsyncClient(timeout=60) as a, httpx.AsyncClient(timeout=60) as b:
             a.base_url, b.base_url = nodes[0][1], nodes[1][1]
-            assert (await a.put("/v1/handlers/work", json={"url": f"http://127.0.0.1:{port}/work"})).status_code == 201
+            assert (await a.put("/v1/handlers/work", json={"url": handler_url})).status_code == 201
             started = time.monotonic()
             for chunk in range(10):
                 client = a if chunk % 2 else b
@@ -73,7 +65,7 @@ async def test_two_nodes_drain_10000_jobs_none_lost_none_dispatched_twice(tmp_pa
                 assert (await client.post("/v1/jobs/batch", json={"jobs": jobs})).status_code == 201
 
             completed = 0
-            conn = await asyncpg.connect(make_url(url).set(drivername="postgresql").render_as_string(False))
+            conn = await connect(url)
             try:
                 deadline = time.monotonic() + 240
                 while time.monotonic() < deadline:

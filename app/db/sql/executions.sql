@@ -101,36 +101,41 @@ WHERE NOT EXISTS (SELECT 1 FROM job_executions p
   AND pg_try_advisory_xact_lock(hashtext('jobwire:' || current_schema()), hashtext('queue:' || q.queue))
 $claim_locks_rest
 
+-- fragment: claim_free
+-- Per handler with max_concurrency whose lock this transaction holds: its free slots, counted in
+-- this statement's snapshot (taken after the lock was granted).
+free AS (
+    SELECT h.name, GREATEST(h.max_concurrency - (SELECT count(*) FROM job_executions p
+                                                 WHERE p.state = 'PROCESSING' AND p.handler = h.name), 0) AS slots
+    FROM job_handlers h
+    WHERE h.name = ANY(CAST(:limited AS text[]))
+)
+
 -- fragment: claim_stateful
--- One stateful job per queue whose lock this transaction holds, if that queue has none
--- PROCESSING (checked in this statement's snapshot, taken after the lock was granted).
+-- The next stateful job of each queue whose lock this transaction holds, if that queue has none
+-- PROCESSING (checked in this statement's snapshot, taken after the lock was granted). When the
+-- next one's handler is blocked, the queue waits (its order is kept) rather than skipping ahead.
 chosen AS (
-    SELECT s.id
+    SELECT s.id, s.priority, s.scheduled_at, s.handler
     FROM unnest(CAST(:stateful_queues AS text[])) AS q(queue)
     CROSS JOIN LATERAL (
-        SELECT e.id FROM job_executions e
+        SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
         WHERE e.state = 'ENQUEUED' AND e.stateful AND e.queue = q.queue AND e.scheduled_at <= now()
-          AND e.handler <> ALL(CAST(:blocked AS text[]))
           AND NOT EXISTS (SELECT 1 FROM job_executions p
                           WHERE p.state = 'PROCESSING' AND p.stateful AND p.queue = q.queue)
         ORDER BY e.priority DESC, e.scheduled_at
         LIMIT 1
         FOR UPDATE SKIP LOCKED
     ) AS s
+    WHERE s.handler <> ALL(CAST(:blocked AS text[]))
 ),
--- Per handler with max_concurrency (locked by this transaction), keep no more than its free
--- slots; then the best :n of everything.
-free AS (
-    SELECT h.name, h.max_concurrency - (SELECT count(*) FROM job_executions p
-                                        WHERE p.state = 'PROCESSING' AND p.handler = h.name) AS slots
-    FROM job_handlers h
-    WHERE h.name = ANY(CAST(:limited AS text[]))
-), c AS (
+-- Per handler with max_concurrency, keep no more than its free slots (a stateful job of a limited
+-- handler comes through chosen, beside that handler's capped jobs); then the best :n of everything.
+c AS (
     SELECT r.id
-    FROM (SELECT e.id, e.priority, e.scheduled_at, e.handler,
-                 row_number() OVER (PARTITION BY e.handler ORDER BY e.priority DESC, e.scheduled_at) AS rank
-          FROM (SELECT id FROM plain UNION ALL SELECT id FROM chosen) AS x
-          JOIN job_executions e ON e.id = x.id) AS r
+    FROM (SELECT x.id, x.priority, x.scheduled_at, x.handler,
+                 row_number() OVER (PARTITION BY x.handler ORDER BY x.priority DESC, x.scheduled_at) AS rank
+          FROM (SELECT * FROM plain UNION ALL SELECT * FROM capped UNION ALL SELECT * FROM chosen) AS x) AS r
     LEFT JOIN free f ON f.name = r.handler
     WHERE f.name IS NULL OR r.rank <= f.slots
     ORDER BY r.priority DESC, r.scheduled_at
@@ -141,25 +146,51 @@ free AS (
 -- Claim up to :n due jobs of any queue, best first; SKIP LOCKED lets claimers pass each other.
 -- The CTE is the optimisation fence: LIMIT applies before the UPDATE, and the planner uses the
 -- partial index ix_job_executions_claim_all. Stateful jobs come only through claim_stateful.
-WITH plain AS (
-    SELECT id FROM job_executions
+-- A limited handler's jobs come apart (capped), at most its free slots: were they in plain, its
+-- backlog could fill the batch and be dropped, starving every other handler.
+WITH $claim_free, plain AS (
+    SELECT id, priority, scheduled_at, handler FROM job_executions
     WHERE state = 'ENQUEUED' AND scheduled_at <= now() AND NOT stateful
-      AND handler <> ALL(CAST(:blocked AS text[])) AND queue <> ALL(CAST(:paused AS text[]))
+      AND handler <> ALL(CAST(:blocked AS text[])) AND handler <> ALL(CAST(:limited AS text[]))
+      AND queue <> ALL(CAST(:paused AS text[]))
     ORDER BY priority DESC, scheduled_at
     LIMIT :n
     FOR UPDATE SKIP LOCKED
+), capped AS (
+    SELECT s.id, s.priority, s.scheduled_at, s.handler
+    FROM free f
+    CROSS JOIN LATERAL (
+        SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
+        WHERE e.state = 'ENQUEUED' AND e.scheduled_at <= now() AND NOT e.stateful AND e.handler = f.name
+          AND e.queue <> ALL(CAST(:paused AS text[]))
+        ORDER BY e.priority DESC, e.scheduled_at
+        LIMIT LEAST(f.slots, :n)
+        FOR UPDATE SKIP LOCKED
+    ) AS s
 ), $claim_stateful
 
 -- name: executions_claim_queues
 -- As executions_claim_all_queues, limited to the node's queues (index ix_job_executions_claim).
-WITH plain AS (
-    SELECT id FROM job_executions
+WITH $claim_free, plain AS (
+    SELECT id, priority, scheduled_at, handler FROM job_executions
     WHERE state = 'ENQUEUED' AND scheduled_at <= now() AND queue = ANY(CAST(:queues AS text[]))
       AND NOT stateful
-      AND handler <> ALL(CAST(:blocked AS text[])) AND queue <> ALL(CAST(:paused AS text[]))
+      AND handler <> ALL(CAST(:blocked AS text[])) AND handler <> ALL(CAST(:limited AS text[]))
+      AND queue <> ALL(CAST(:paused AS text[]))
     ORDER BY priority DESC, scheduled_at
     LIMIT :n
     FOR UPDATE SKIP LOCKED
+), capped AS (
+    SELECT s.id, s.priority, s.scheduled_at, s.handler
+    FROM free f
+    CROSS JOIN LATERAL (
+        SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
+        WHERE e.state = 'ENQUEUED' AND e.scheduled_at <= now() AND NOT e.stateful AND e.handler = f.name
+          AND e.queue = ANY(CAST(:queues AS text[])) AND e.queue <> ALL(CAST(:paused AS text[]))
+        ORDER BY e.priority DESC, e.scheduled_at
+        LIMIT LEAST(f.slots, :n)
+        FOR UPDATE SKIP LOCKED
+    ) AS s
 ), $claim_stateful
 
 -- name: executions_succeed
