@@ -14,8 +14,13 @@ from app.api.services import Services, services
 from app.api.views import execution_view
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.names import is_valid_name
+from app.domain.tracing import valid_traceparent
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=ManagementRoute)
+TRACEPARENT_DOC = (
+    "W3C trace context (`00-<32 hex>-<16 hex>-<2 hex>`): stored as `metadata.context.traceparent` of each "
+    "job unless its metadata sets one (the body wins); an invalid value is ignored. Not part of the "
+    "idempotency fingerprint: a retried request with a new traceparent is still the same request.")
 
 
 @router.post("", response_model=ExecutionOut, status_code=201,
@@ -25,6 +30,7 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=ManagementRoute
 async def enqueue(
     body: JobIn,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
+    traceparent: Annotated[str | None, Header(description=TRACEPARENT_DOC)] = None,
     s: Services = Depends(services),
 ) -> Response:
     """Enqueue one job. A repeated idempotency key with the same body answers 200 with the first execution."""
@@ -33,12 +39,17 @@ async def enqueue(
             raise ValidationFailed([FieldError("Idempotency-Key", "must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$")])
         if body.idempotency_key is not None and body.idempotency_key != idempotency_key:
             raise ValidationFailed([FieldError("idempotency_key", "differs from the Idempotency-Key header")])
-    [done] = await s.enqueue.enqueue([body.to_new_job(idempotency_key)])
+    [done] = await s.enqueue.enqueue([body.to_new_job(idempotency_key, valid_traceparent(traceparent))])
     return FastJSON(execution_view(done.execution), status_code=201 if done.created else 200)
 
 
 @router.post("/batch", response_model=BatchOut, status_code=201, responses=problems(413))
-async def enqueue_batch(body: BatchIn, s: Services = Depends(services)) -> Response:
+async def enqueue_batch(
+    body: BatchIn,
+    traceparent: Annotated[str | None, Header(description=TRACEPARENT_DOC)] = None,
+    s: Services = Depends(services),
+) -> Response:
     """Enqueue 1–1,000 jobs atomically: one invalid item rejects all, naming it (`jobs[i]…`)."""
-    done = await s.enqueue.enqueue([job.to_new_job() for job in body.jobs], field_prefix="jobs")
+    trace = valid_traceparent(traceparent)
+    done = await s.enqueue.enqueue([job.to_new_job(traceparent=trace) for job in body.jobs], field_prefix="jobs")
     return FastJSON({"items": [execution_view(d.execution) for d in done]}, status_code=201)

@@ -16,7 +16,7 @@ from pydantic import (
     field_validator,
 )
 
-from app.domain.executions import NewJob, request_fingerprint
+from app.domain.executions import NewJob
 from app.domain.names import NAME_PATTERN
 
 SEVEN_DAYS = 7 * 86400
@@ -97,11 +97,9 @@ class JobIn(StrictModel):
             raise ValueError("give run_at or delay_seconds, not both")
         return value
 
-    def to_new_job(self, idempotency_key: str | None = None) -> NewJob:
-        key = idempotency_key or self.idempotency_key
-        canonical = self.model_dump(mode="json", exclude={"idempotency_key"})
-        if self.run_at is not None:
-            canonical["run_at"] = self.run_at.astimezone(UTC).isoformat()
+    def to_new_job(self, idempotency_key: str | None = None, traceparent: str | None = None) -> NewJob:
+        """The job to insert. Its idempotency fingerprint (the request with defaults applied,
+        without the key and the traceparent) is computed by jobwire_enqueue in the database."""
         return NewJob(
             handler=self.handler,
             job_id=self.job_id,  # type: ignore[arg-type]  # None → the execution id (in SQL)
@@ -116,8 +114,8 @@ class JobIn(StrictModel):
             stateful=self.stateful,
             timeout_seconds=self.timeout_seconds,
             max_duration_seconds=self.max_duration_seconds,
-            idempotency_key=key,
-            request_hash=request_fingerprint(canonical) if key else None,
+            idempotency_key=idempotency_key or self.idempotency_key,
+            traceparent=traceparent,
         )
 
 

@@ -5,7 +5,6 @@ Repositories never commit: the caller's transaction (Database.transaction) owns 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -15,12 +14,14 @@ import orjson
 from sqlalchemy import bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import UUID as UUID_TYPE
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.types import Text
 
 from app.db.queries import EXECUTION_COLUMNS, load
 from app.db.rows import to_claimed, to_execution
 from app.domain import states
+from app.domain.errors import FieldError, ValidationFailed
 from app.domain.executions import ClaimedJob, Execution, ListFilter, NewJob
 
 Q = load("executions.sql")
@@ -30,19 +31,18 @@ def _json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def _job_document(job: NewJob, id_: UUID, ord_: int) -> dict[str, Any]:
+def _job_document(job: NewJob) -> dict[str, Any]:
+    """One item of jobwire_enqueue's `jobs` array. Absent keys and JSON nulls take the defaults
+    (a payload, parameters or metadata of null is stored as SQL NULL)."""
     doc: dict[str, Any] = {
-        "id": str(id_),
-        "ord": ord_,
-        "job_id": job.job_id,
         "handler": job.handler,
         "queue": job.queue,
         "priority": job.priority,
         "max_attempts": job.max_attempts,
         "stateful": job.stateful,
     }
-    # Absent keys become SQL NULL (a JSON null would be stored as the jsonb value null).
     optional = {
+        "job_id": job.job_id,
         "payload": job.payload,
         "parameters": job.parameters,
         "metadata": job.metadata,
@@ -51,24 +51,47 @@ def _job_document(job: NewJob, id_: UUID, ord_: int) -> dict[str, Any]:
         "timeout_seconds": job.timeout_seconds,
         "max_duration_seconds": job.max_duration_seconds,
         "idempotency_key": job.idempotency_key,
-        "request_hash": job.request_hash,
+        "traceparent": job.traceparent,
     }
     doc.update({k: v for k, v in optional.items() if v is not None})
     return doc
+
+
+def _enqueue_refusal(exc: DBAPIError) -> ValidationFailed | None:
+    """jobwire_enqueue's refusal (SQLSTATE 22023, CONSTRAINT jobwire_enqueue, the fields at fault
+    as JSON in DETAIL) as the domain's ValidationFailed; None for any other error."""
+    for candidate in (exc.orig, getattr(exc.orig, "__cause__", None)):
+        if getattr(candidate, "constraint_name", None) == "jobwire_enqueue":
+            try:
+                errors = orjson.loads(candidate.detail)  # type: ignore[union-attr]
+            except (TypeError, orjson.JSONDecodeError):
+                return ValidationFailed([FieldError("jobs", str(candidate))])
+            return ValidationFailed([FieldError(e["field"], e["message"]) for e in errors])
+    return None
 
 
 _FILTER_COLUMNS = ("state", "queue", "handler", "job_id")
 
 
 class ExecutionRepository:
+    async def enqueue(self, conn: AsyncConnection, jobs: Sequence[NewJob]) -> list[tuple[Execution, bool]]:
+        """Insert jobs through jobwire_enqueue, one statement; per input position the execution and
+        whether it was created (False: its idempotency key returned the one stored before, same
+        request). Raises ValidationFailed naming `jobs[i].field` for what the function refuses
+        (an unregistered handler, a key reused with another request body, …)."""
+        try:
+            rows = list(await conn.execute(Q["executions_insert"], {"jobs": _json([_job_document(j) for j in jobs])}))
+        except DBAPIError as exc:
+            refusal = _enqueue_refusal(exc)
+            if refusal is None:
+                raise
+            raise refusal from None
+        return [(to_execution(r), bool(r._mapping["created"])) for r in rows]
+
     async def insert_many(self, conn: AsyncConnection, jobs: Sequence[NewJob]) -> list[Execution | None]:
-        """Insert jobs in one statement; per input position the new execution, or None when
-        its idempotency key was already stored (the caller resolves those)."""
-        ids = [uuid.uuid4() for _ in jobs]
-        docs = [_job_document(job, id_, i) for i, (job, id_) in enumerate(zip(jobs, ids, strict=True))]
-        rows = await conn.execute(Q["executions_insert"], {"jobs": _json(docs)})
-        inserted = {e.id: e for e in map(to_execution, rows)}
-        return [inserted.get(id_) for id_ in ids]
+        """As enqueue; per input position the new execution, or None where an idempotency key
+        returned one stored before."""
+        return [execution if created else None for execution, created in await self.enqueue(conn, jobs)]
 
     async def by_idempotency_keys(
         self, conn: AsyncConnection, keys: Sequence[str]

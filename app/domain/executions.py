@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 from uuid import UUID
-
-import orjson
 
 from app.domain.states import JobState
 
@@ -103,7 +100,8 @@ class QueueStatus:
 
 @dataclass(frozen=True, slots=True)
 class NewJob:
-    """A validated enqueue request, defaults applied, ready to insert."""
+    """A validated enqueue request, defaults applied, ready to insert. Its idempotency
+    fingerprint is computed where it is inserted (jobwire_enqueue, in the database)."""
 
     handler: str
     job_id: str
@@ -119,12 +117,9 @@ class NewJob:
     timeout_seconds: float | None = None
     max_duration_seconds: float | None = None
     idempotency_key: str | None = None
-    request_hash: str | None = None
-
-
-def request_fingerprint(canonical: dict[str, Any]) -> str:
-    """SHA-256 of a canonical request document (sorted keys, no whitespace)."""
-    return hashlib.sha256(orjson.dumps(canonical, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    # A W3C traceparent (the enqueue request's header) stored as metadata.context.traceparent
+    # unless the metadata sets one; not part of the idempotency fingerprint.
+    traceparent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

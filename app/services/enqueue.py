@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import orjson
 
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
-from app.db.handlers import HandlerRepository
 from app.domain.errors import FieldError, PayloadTooLarge, ValidationFailed
 from app.domain.executions import Execution, NewJob
 
@@ -35,72 +34,36 @@ class EnqueueService:
         db: Database,
         limits: EnqueueLimits,
         executions: ExecutionRepository | None = None,
-        handlers: HandlerRepository | None = None,
     ) -> None:
         self.db = db
         self.limits = limits
         self.executions = executions or ExecutionRepository()
-        self.handlers = handlers or HandlerRepository()
 
     async def enqueue(self, jobs: Sequence[NewJob], *, field_prefix: str | None = None) -> list[Enqueued]:
-        """Insert every job or none. `field_prefix` names items in errors (`jobs` → `jobs[3].handler`)."""
+        """Insert every job or none. `field_prefix` names items in errors (`jobs` → `jobs[3].handler`;
+        None, for a single job → `handler`).
 
-        def where(i: int, field: str) -> str:
-            return f"{field_prefix}[{i}].{field}" if field_prefix else field
-
+        One statement (jobwire_enqueue in the database, the path applications share) checks the
+        handlers, applies defaults and stateful handlers, resolves idempotency keys (a key stored
+        with the same request → that execution, created=False; with another → 422), writes the
+        events and NOTIFYs the dispatchers on commit.
+        """
         for i, job in enumerate(jobs):
             size = job_size(job)
             if size > self.limits.max_payload_bytes:
                 raise PayloadTooLarge(field=f"{field_prefix}[{i}]" if field_prefix else "job",
                                       size=size, limit=self.limits.max_payload_bytes)
+        try:
+            async with self.db.transaction() as conn:
+                done = await self.executions.enqueue(conn, jobs)
+        except ValidationFailed as exc:
+            renamed = [FieldError(_rename(e.field, field_prefix), e.message) for e in exc.errors]
+            raise ValidationFailed(renamed) from None
+        return [Enqueued(execution, created) for execution, created in done]
 
-        keyed: dict[str, int] = {}
-        for i, job in enumerate(jobs):
-            if job.idempotency_key is None:
-                continue
-            first = keyed.setdefault(job.idempotency_key, i)
-            if first != i and jobs[first].request_hash != job.request_hash:
-                raise ValidationFailed([FieldError(
-                    where(i, "idempotency_key"),
-                    f"idempotency key {job.idempotency_key!r} is used by item {first} with a different body",
-                )])
 
-        async with self.db.transaction() as conn:
-            stateful_by_handler = await self.handlers.lock_for_enqueue(conn, sorted({j.handler for j in jobs}))
-            unknown = [FieldError(where(i, "handler"), f"no handler named {j.handler!r} is registered")
-                       for i, j in enumerate(jobs) if j.handler not in stateful_by_handler]
-            if unknown:
-                raise ValidationFailed(unknown)
-            # A handler registered stateful makes every job sent to it stateful.
-            jobs = [replace(j, stateful=True) if stateful_by_handler[j.handler] and not j.stateful else j
-                    for j in jobs]
-
-            inserted = await self.executions.insert_many(conn, jobs)
-            missing = sorted({jobs[i].idempotency_key for i, e in enumerate(inserted) if e is None})  # type: ignore[type-var]
-            existing = await self.executions.by_idempotency_keys(conn, missing) if missing else {}
-
-            results: list[Enqueued] = []
-            for i, (job, execution) in enumerate(zip(jobs, inserted, strict=True)):
-                if execution is not None:
-                    results.append(Enqueued(execution, created=True))
-                    continue
-                assert job.idempotency_key is not None
-                stored = existing.get(job.idempotency_key)
-                if stored is None:
-                    # Inserted earlier in this very batch under the same key (same body, checked above).
-                    first = inserted[keyed[job.idempotency_key]]
-                    assert first is not None
-                    results.append(Enqueued(first, created=False))
-                    continue
-                stored_execution, stored_hash = stored
-                if stored_hash != job.request_hash:
-                    raise ValidationFailed([FieldError(
-                        where(i, "idempotency_key"),
-                        f"idempotency key {job.idempotency_key!r} was used with a different request body",
-                    )])
-                results.append(Enqueued(stored_execution, created=False))
-
-            if any(r.created for r in results):
-                # One NOTIFY per transaction, delivered on commit.
-                await self.executions.notify(conn, self.db.notify_channel)
-            return results
+def _rename(field: str, prefix: str | None) -> str:
+    """jobwire_enqueue names items `jobs[i].field`: keep that for a batch, drop it for one job."""
+    if prefix is None:
+        return field.removeprefix("jobs[0].")
+    return prefix + field.removeprefix("jobs") if field.startswith("jobs[") else field

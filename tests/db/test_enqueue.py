@@ -14,7 +14,7 @@ from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
 from app.domain.errors import PayloadTooLarge, ValidationFailed
-from app.domain.executions import NewJob, request_fingerprint
+from app.domain.executions import NewJob
 from app.domain.signing import new_handler_secret
 from app.services.enqueue import EnqueueLimits, EnqueueService
 
@@ -33,8 +33,8 @@ async def service(db: Database) -> EnqueueService:
 
 
 def keyed(key: str, payload: Any = None) -> NewJob:
-    fingerprint = request_fingerprint({"handler": "h", "payload": payload})
-    return NewJob(handler="h", job_id=f"job-{key}", payload=payload, idempotency_key=key, request_hash=fingerprint)
+    # The request fingerprint is computed by jobwire_enqueue in the database (revision 20261130_0002).
+    return NewJob(handler="h", job_id=f"job-{key}", payload=payload, idempotency_key=key)
 
 
 async def scalar(db: Database, sql: str, **params: Any) -> Any:

@@ -4,33 +4,11 @@
 -- expands to the curated transition event of DESIGN §4, written in the same statement.
 
 -- name: executions_insert
--- Insert a batch of DELAYED jobs from one JSON array; a stored idempotency key inserts nothing
--- (the caller reads that row back). Ids are minted by the caller so results map back to items.
-WITH input AS (
-    SELECT *
-    FROM jsonb_to_recordset(CAST(:jobs AS jsonb)) AS j(
-        id uuid, job_id text, handler text, queue text, priority int, payload jsonb,
-        parameters jsonb, metadata jsonb, run_at timestamptz, delay_seconds float8,
-        max_attempts int, stateful bool, timeout_seconds float8, max_duration_seconds float8,
-        idempotency_key text, request_hash text, ord int)
-), ins AS (
-    INSERT INTO job_executions (
-        id, job_id, job_type, handler, queue, state, priority, payload, parameters, metadata,
-        max_attempts, stateful, timeout_seconds, max_duration_seconds, idempotency_key,
-        request_hash, scheduled_at)
-    SELECT id, COALESCE(job_id, CAST(id AS text)), 'DELAYED', handler, queue, 'ENQUEUED', priority, payload, parameters,
-           metadata, max_attempts, stateful, timeout_seconds, max_duration_seconds,
-           idempotency_key, request_hash,
-           COALESCE(run_at, now() + make_interval(secs => COALESCE(delay_seconds, 0)))
-    FROM input
-    ORDER BY ord
-    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-    RETURNING $COLUMNS
-), ev AS (
-    INSERT INTO job_events (execution_id, event)
-    SELECT ins.id, $EVENT(ins, ins.state, ins.attempt) FROM ins
-)
-SELECT $COLUMNS FROM ins
+-- Insert a batch of DELAYED jobs through jobwire_enqueue(jobs jsonb) (revision 20261130_0002), the
+-- one insert path the API shares with applications: validation, defaults, idempotency keys, the
+-- ENQUEUED events and the NOTIFY all happen there. One row per item in input order (ord); created
+-- is false where an idempotency key returned an execution stored before.
+SELECT ord, created, $COLUMNS FROM jobwire_enqueue(CAST(:jobs AS jsonb)) ORDER BY ord
 
 -- name: executions_get_by_idempotency_keys
 -- Rows already holding these keys, with the fingerprint of the request that created them.

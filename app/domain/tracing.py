@@ -1,0 +1,20 @@
+"""W3C Trace Context: the `traceparent` an enqueue request may carry into the job's metadata."""
+
+from __future__ import annotations
+
+import re
+
+# Version 00 only (https://www.w3.org/TR/trace-context/#traceparent-header): lower-case hex,
+# trace id and parent id not all zeros. jobwire_enqueue checks the same in SQL.
+_TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}")
+
+
+def valid_traceparent(value: str | None) -> str | None:
+    """The header if it is a valid traceparent, else None: an invalid one is ignored, as the
+    W3C recommendation asks of a receiver."""
+    if value is None:
+        return None
+    match = _TRACEPARENT.fullmatch(value.strip(" \t"))
+    if match is None or match[1] == "0" * 32 or match[2] == "0" * 16:
+        return None
+    return match[0]
