@@ -103,10 +103,13 @@ class StrictJSONRoute(APIRoute):
     # among them): management routes check the key first, so a caller without one gets 401
     # whatever it sent, and costs no parsing.
     api_key_first = False
+    # A route that removes NUL characters from the strings it stores (log messages) takes them.
+    nul_in_strings = False
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
         api_key_first = self.api_key_first
+        nul_in_strings = self.nul_in_strings
 
         async def strict_handler(request: Request) -> Response:
             if api_key_first:
@@ -120,7 +123,7 @@ class StrictJSONRoute(APIRoute):
                         [{"type": "json_invalid", "loc": ("body",), "msg": f"malformed JSON: {exc}", "input": None}]
                     ) from exc
                 try:
-                    check_storable(document)
+                    check_storable(document, nul_in_strings=nul_in_strings)
                 except UnstorableJson as exc:
                     raise RequestValidationError(
                         [{"type": "json_unstorable", "loc": ("body", *_path_parts(exc.path)), "msg": exc.message,
@@ -130,6 +133,13 @@ class StrictJSONRoute(APIRoute):
             return await handler(request)
 
         return strict_handler
+
+
+class NulStrippingRoute(StrictJSONRoute):
+    """A callback route whose handler removes NUL (and other C0 controls) from the strings it
+    stores, so a NUL in a string value is not refused here (one in a key still is)."""
+
+    nul_in_strings = True
 
 
 class ManagementRoute(StrictJSONRoute):

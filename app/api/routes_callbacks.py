@@ -4,15 +4,29 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Request
 from starlette.responses import Response
 
 from app.api.auth import bearer_token
-from app.api.body import StrictJSONRoute
+from app.api.body import NulStrippingRoute, StrictJSONRoute
 from app.api.responses import FastJSON
-from app.api.schemas import CancelRequested, CompleteIn, ExecutionOut, ProgressIn
+from app.api.schemas import (
+    CancelRequested,
+    CompleteIn,
+    ExecutionOut,
+    LogsIn,
+    LogsStored,
+    ProgressIn,
+    StepIn,
+    StepOut,
+)
 from app.api.services import Services, services
 from app.api.views import execution_view
+from app.domain.logs import LogEntry, LogLevel, normalize_message
+from app.domain.names import NAME_PATTERN
+from app.domain.steps import Step
 from app.services.callbacks import Completion
 
 router = APIRouter(prefix="/v1/executions", tags=["callbacks"], route_class=StrictJSONRoute)
@@ -48,3 +62,43 @@ async def heartbeat(execution_id: UUID, request: Request, s: Services = Depends(
     """Extend the deadline to now + timeout without a snapshot; answers `cancel_requested`."""
     cancel = await s.callbacks.report_progress(execution_id, bearer_token(request), None)
     return FastJSON({"cancel_requested": cancel})
+
+
+async def logs(execution_id: UUID, body: LogsIn, request: Request, s: Services = Depends(services)) -> Response:
+    """Append log entries (at most 500 per call), stored with the token's attempt. A message is
+    kept as sent except: null → `<null>`; C0 control characters other than \\n \\r \\t removed;
+    then over 8192 code points → the first 8192 and `…[truncated N chars]` (N code points removed).
+    `logged_at` defaults to the time Jobwire stores the entry. Accepted in any state of the
+    execution (a handler may flush its logs after completing), from the current attempt only."""
+    entries = [LogEntry(LogLevel(e.level), normalize_message(e.message), e.logged_at) for e in body.entries]
+    stored = await s.callbacks.append_logs(execution_id, bearer_token(request), entries)
+    return FastJSON({"stored": stored})
+
+
+# Messages may carry NUL characters: normalize_message removes them.
+router.add_api_route("/{execution_id}/logs", logs, methods=["POST"], response_model=LogsStored,
+                     route_class_override=NulStrippingRoute)
+
+
+StepName = Annotated[str, Path(pattern=NAME_PATTERN, description="a name: " + NAME_PATTERN)]
+
+
+def _step_view(step: Step) -> dict[str, object]:
+    return {"name": step.name, "result": step.result, "completed_at": step.completed_at}
+
+
+@router.get("/{execution_id}/steps/{name}", response_model=StepOut)
+async def get_step(execution_id: UUID, name: StepName, request: Request,
+                   s: Services = Depends(services)) -> Response:
+    """A step recorded by this or an earlier attempt of the execution; 404 until one records it."""
+    return FastJSON(_step_view(await s.callbacks.get_step(execution_id, bearer_token(request), name)))
+
+
+@router.put("/{execution_id}/steps/{name}", response_model=StepOut, status_code=201,
+            responses={200: {"model": StepOut, "description": "recorded before: the first result, kept"}})
+async def put_step(execution_id: UUID, name: StepName, body: StepIn, request: Request,
+                   s: Services = Depends(services)) -> Response:
+    """Run-step-once: record a step's result. The first record answers 201; any later one (from
+    this or a later attempt) answers 200 with the first result, which is kept."""
+    step, created = await s.callbacks.record_step(execution_id, bearer_token(request), name, body.result)
+    return FastJSON(_step_view(step), status_code=201 if created else 200)

@@ -1,4 +1,4 @@
-"""GET/list executions, cancel, retry."""
+"""GET/list executions, their logs, cancel, retry."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from starlette.responses import Response
 
 from app.api.body import ManagementRoute
 from app.api.responses import FastJSON
-from app.api.schemas import ExecutionOut, ExecutionPage, Name, problems
+from app.api.schemas import ExecutionOut, ExecutionPage, LogPage, Name, problems
 from app.api.services import Services, services
 from app.api.views import execution_view
 from app.domain.executions import ListFilter
@@ -38,6 +38,21 @@ async def list_executions(
 @router.get("/{execution_id}", response_model=ExecutionOut, responses=problems(404))
 async def get_execution(execution_id: UUID, s: Services = Depends(services)) -> Response:
     return FastJSON(execution_view(await s.executions.get(execution_id)))
+
+
+@router.get("/{execution_id}/logs", response_model=LogPage, responses=problems(404))
+async def execution_logs(
+    execution_id: UUID,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    s: Services = Depends(services),
+) -> Response:
+    """The handlers' log entries, oldest (first received) first, each with the attempt that
+    wrote it; `limit` per page, pass `next_cursor` back as `cursor`."""
+    page = await s.executions.logs(execution_id, limit, cursor)
+    return FastJSON({"items": [{"attempt": e.attempt, "level": e.level.value, "message": e.message,
+                                "logged_at": e.logged_at} for e in page.items],
+                     "next_cursor": page.next_cursor})
 
 
 @router.post("/{execution_id}/cancel", response_model=ExecutionOut, responses=problems(404, 409))

@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from app.domain.executions import NewJob
+from app.domain.logs import MAX_ENTRIES_PER_CALL
 from app.domain.names import NAME_PATTERN
 
 SEVEN_DAYS = 7 * 86400
@@ -176,6 +177,64 @@ class CompleteIn(StrictModel):
     result: Any = None
     error: CompletionError | None = None
     retryable: Annotated[bool, Strict()] = True
+
+
+def _rfc3339_text(value: Any) -> Any:
+    if value is not None and not isinstance(value, str):
+        raise ValueError("must be an RFC 3339 string with a time zone")
+    return value
+
+
+def _within_utc_years(value: datetime | None) -> datetime | None:
+    # An offset can push a valid wall time outside Python's years 1-9999 in UTC.
+    if value is not None:
+        try:
+            value.astimezone(UTC)
+        except OverflowError:
+            raise ValueError("must fall within the years 1-9999 in UTC") from None
+    return value
+
+
+class LogEntryIn(StrictModel):
+    level: Literal["INFO", "WARN", "ERROR"]
+    message: Annotated[str, Strict()] | None = Field(
+        description="stored as sent, except: null → `<null>`; C0 control characters other than \\n \\r \\t "
+                    "removed; then over 8192 code points → the first 8192 + `…[truncated N chars]`")
+    logged_at: AwareDatetime | None = Field(None, description="RFC 3339 with a zone; default: when Jobwire stores it")
+
+    _logged_at_is_text = field_validator("logged_at", mode="before")(_rfc3339_text)
+    _logged_at_in_range = field_validator("logged_at")(_within_utc_years)
+
+
+class LogsIn(StrictModel):
+    entries: Annotated[list[LogEntryIn], Field(max_length=MAX_ENTRIES_PER_CALL,
+                                               description=f"at most {MAX_ENTRIES_PER_CALL} per call")]
+
+
+class LogsStored(BaseModel):
+    stored: int = Field(description="entries stored by this call")
+
+
+class LogOut(BaseModel):
+    attempt: int = Field(description="the attempt whose handler wrote it")
+    level: Literal["INFO", "WARN", "ERROR"]
+    message: str
+    logged_at: datetime
+
+
+class LogPage(BaseModel):
+    items: list[LogOut]
+    next_cursor: str | None
+
+
+class StepIn(StrictModel):
+    result: Any = None
+
+
+class StepOut(BaseModel):
+    name: str
+    result: Any
+    completed_at: datetime
 
 
 class FieldProblem(BaseModel):

@@ -20,14 +20,15 @@ class UnstorableJson(ValueError):
         self.message = message
 
 
-def check_storable(value: Any, path: str = "") -> None:
-    """Raise UnstorableJson naming the first offending location, else return None."""
+def check_storable(value: Any, path: str = "", *, nul_in_strings: bool = False) -> None:
+    """Raise UnstorableJson naming the first offending location, else return None.
+    nul_in_strings: let NUL through in string values (not keys), for a caller that strips it."""
     # Iterative walk: a hostile body cannot exhaust the Python stack.
     stack: list[tuple[Any, str, int]] = [(value, path, 0)]
     while stack:
         node, where, depth = stack.pop()
         if isinstance(node, str):
-            if "\x00" in node:
+            if "\x00" in node and not nul_in_strings:
                 raise UnstorableJson(where, "strings must not contain \\u0000")
         elif isinstance(node, float):
             if not math.isfinite(node):

@@ -1,7 +1,9 @@
-"""Handler callbacks: token checks and the completion of an accepted (202) attempt."""
+"""Handler callbacks: token checks, the completion of an accepted (202) attempt, progress and
+heartbeats, logs, and run-step-once steps."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -9,9 +11,13 @@ from uuid import UUID
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.handlers import MetaRepository
+from app.db.logs import LogRepository
+from app.db.steps import StepRepository
 from app.domain.errors import Forbidden, NotFound, StaleAttempt, Unauthenticated
 from app.domain.executions import ErrorType, Execution, Outcome, OutcomeKind
+from app.domain.logs import LogEntry
 from app.domain.signing import callback_token, new_server_key, verify_callback_token
+from app.domain.steps import Step
 from app.services.outcomes import OutcomeService
 
 SERVER_KEY = "callback_server_key"
@@ -40,12 +46,16 @@ class CallbackService:
         outcomes: OutcomeService,
         default_timeout: float,
         executions: ExecutionRepository | None = None,
+        logs: LogRepository | None = None,
+        steps: StepRepository | None = None,
     ) -> None:
         self.db = db
         self.server_key = server_key
         self.outcomes = outcomes
         self.default_timeout = default_timeout
         self.executions = executions or ExecutionRepository()
+        self.logs = logs or LogRepository()
+        self.steps = steps or StepRepository()
 
     def token_for(self, execution_id: UUID, attempt: int) -> str:
         return callback_token(self.server_key, execution_id, attempt)
@@ -77,6 +87,39 @@ class CallbackService:
             extended = await self.executions.extend_deadline(
                 conn, execution_id, attempt, default_timeout=self.default_timeout, progress=snapshot)
         return not extended
+
+    async def append_logs(self, execution_id: UUID, token: str | None, entries: Sequence[LogEntry]) -> int:
+        """Store a handler's log entries under the token's attempt, which must be the current one
+        (the execution may be in any state: a handler may flush its logs after completing)."""
+        attempt = self.authorize(execution_id, token)
+        async with self.db.transaction() as conn:
+            await self._current(conn, execution_id, attempt)
+            return await self.logs.append(conn, execution_id, attempt, entries)
+
+    async def get_step(self, execution_id: UUID, token: str | None, name: str) -> Step:
+        """A step recorded by any attempt of this execution; NotFound until one records it."""
+        attempt = self.authorize(execution_id, token)
+        async with self.db.transaction() as conn:
+            await self._current(conn, execution_id, attempt)
+            step = await self.steps.get(conn, execution_id, name)
+        if step is None:
+            raise NotFound("step", name)
+        return step
+
+    async def record_step(self, execution_id: UUID, token: str | None, name: str, result: Any) -> tuple[Step, bool]:
+        """Run-step-once: the first record of a step wins and is kept for every later attempt.
+        Returns the step as stored and whether this call recorded it (False: it was recorded
+        before, and this call's result is dropped)."""
+        attempt = self.authorize(execution_id, token)
+        async with self.db.transaction() as conn:
+            await self._current(conn, execution_id, attempt)
+            created = await self.steps.insert_if_absent(conn, execution_id, name, result)
+            if created is not None:
+                return created, True
+            # Recorded before, or by a concurrent call that committed while this one waited.
+            stored = await self.steps.get(conn, execution_id, name)
+        assert stored is not None  # steps are deleted only with their execution
+        return stored, False
 
     async def complete(self, execution_id: UUID, token: str | None, completion: Completion) -> Execution:
         attempt = self.authorize(execution_id, token)

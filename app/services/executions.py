@@ -1,4 +1,4 @@
-"""Reading executions and the user's state changes: cancel, manual retry."""
+"""Reading executions (and their handlers' logs) and the user's state changes: cancel, manual retry."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ import orjson
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
+from app.db.logs import LogRepository
 from app.domain.errors import Conflict, FieldError, InvalidTransition, NotFound, ValidationFailed
 from app.domain.executions import Execution, ListFilter
+from app.domain.logs import StoredLog
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,16 +44,39 @@ def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
         raise ValidationFailed([FieldError("cursor", "not a cursor this API issued")]) from exc
 
 
+@dataclass(frozen=True, slots=True)
+class LogPage:
+    items: list[StoredLog]
+    next_cursor: str | None
+
+
+def encode_log_cursor(entry: StoredLog) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps({"log": entry.id})).decode().rstrip("=")
+
+
+def decode_log_cursor(cursor: str) -> int:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        after = orjson.loads(raw)["log"]
+        if not isinstance(after, int) or isinstance(after, bool) or not 0 <= after < 2**63:
+            raise ValueError("not a log id")
+        return after
+    except (binascii.Error, ValueError, TypeError, KeyError, orjson.JSONDecodeError) as exc:
+        raise ValidationFailed([FieldError("cursor", "not a cursor this API issued")]) from exc
+
+
 class ExecutionService:
     def __init__(
         self,
         db: Database,
         executions: ExecutionRepository | None = None,
         handlers: HandlerRepository | None = None,
+        logs: LogRepository | None = None,
     ) -> None:
         self.db = db
         self.executions = executions or ExecutionRepository()
         self.handlers = handlers or HandlerRepository()
+        self.log_repository = logs or LogRepository()
 
     async def get(self, execution_id: UUID) -> Execution:
         async with self.db.transaction() as conn:
@@ -67,6 +92,17 @@ class ExecutionService:
         more = len(items) > limit
         items = items[:limit]
         return Page(items, encode_cursor(items[-1]) if more and items else None)
+
+    async def logs(self, execution_id: UUID, limit: int, cursor: str | None) -> LogPage:
+        """A handler's log entries, oldest (first received) first, `limit` a page."""
+        after = decode_log_cursor(cursor) if cursor else 0
+        async with self.db.transaction() as conn:
+            items = await self.log_repository.page(conn, execution_id, after, limit + 1)
+            if not items and await self.executions.get(conn, execution_id) is None:
+                raise NotFound("execution", execution_id)
+        more = len(items) > limit
+        items = items[:limit]
+        return LogPage(items, encode_log_cursor(items[-1]) if more and items else None)
 
     async def cancel(self, execution_id: UUID) -> Execution:
         async with self.db.transaction() as conn:
