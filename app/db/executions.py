@@ -263,6 +263,9 @@ class ExecutionRepository:
     async def notify(self, conn: AsyncConnection, channel: str, queue: str = "") -> None:
         await conn.execute(Q["notify"], {"channel": channel, "queue": queue})
 
+    async def notify_if_limited(self, conn: AsyncConnection, channel: str, handlers: Sequence[str]) -> None:
+        await conn.execute(Q["notify_if_limited"], {"channel": channel, "handlers": list(handlers)})
+
 
 def _with_states(stmt: Any) -> Any:
     return stmt.bindparams(bindparam("from_states", type_=ARRAY(Text)))

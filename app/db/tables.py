@@ -93,6 +93,14 @@ Index("ix_job_executions_created", job_executions.c.created_at.desc(), job_execu
 Index("ix_job_executions_job_id", job_executions.c.job_id, job_executions.c.created_at.desc())
 Index("uq_job_executions_idempotency_key", job_executions.c.idempotency_key, unique=True,
       postgresql_where=text("idempotency_key IS NOT NULL"))
+# Stateful jobs and handler limits (revision 20261130_0003).
+Index("uq_job_executions_stateful_processing", job_executions.c.queue, unique=True,
+      postgresql_where=text("stateful AND state = 'PROCESSING'"))
+Index("ix_job_executions_stateful_claim", job_executions.c.queue, job_executions.c.priority.desc(),
+      job_executions.c.scheduled_at, postgresql_where=text("state = 'ENQUEUED' AND stateful"))
+Index("ix_job_executions_processing_handler", job_executions.c.handler, postgresql_where=PROCESSING)
+Index("ix_job_executions_handler_claim", job_executions.c.handler, job_executions.c.priority.desc(),
+      job_executions.c.scheduled_at, postgresql_where=ENQUEUED)
 Index("uq_job_executions_cron_fire", job_executions.c.job_id, job_executions.c.fire_at,
       job_executions.c.fire_node, unique=True, postgresql_where=text("job_type = 'CRON'"))
 

@@ -13,7 +13,7 @@ from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.nodes import NodeRepository
 from app.domain.executions import ErrorType, Execution, Node
-from app.domain.states import JobState
+from app.services.wakeups import wake_for_freed_slots
 
 log = logging.getLogger(__name__)
 
@@ -102,5 +102,4 @@ class CoordinationService:
             return await self.nodes.forget_if_idle(conn, self.config.node_id)
 
     async def _wake_dispatchers(self, conn: object, ended: list[Execution]) -> None:
-        if any(e.state is JobState.ENQUEUED or e.stateful for e in ended):
-            await self.executions.notify(conn, self.db.notify_channel)  # type: ignore[arg-type]
+        await wake_for_freed_slots(self.db, self.executions, conn, ended)

@@ -17,6 +17,7 @@ from app.db.handlers import HandlerRepository
 from app.db.logs import LogRepository
 from app.domain.errors import Conflict, FieldError, InvalidTransition, NotFound, ValidationFailed
 from app.domain.executions import Execution, ListFilter
+from app.services.wakeups import wake_for_freed_slots
 from app.domain.logs import StoredLog
 
 
@@ -109,10 +110,10 @@ class ExecutionService:
             execution = await self.executions.cancel(conn, execution_id)
             if execution is None:
                 await self._explain_refusal(conn, execution_id, "cancel")
-            elif execution.stateful:
-                # The slot is free at once, even if the handler has not stopped yet (cooperative
-                # cancellation): the next stateful job of the queue may be claimed now.
-                await self.executions.notify(conn, self.db.notify_channel, execution.queue)
+            else:
+                # A cancelled PROCESSING execution frees its slot at once, even if the handler has
+                # not stopped yet (cooperative cancellation).
+                await wake_for_freed_slots(self.db, self.executions, conn, [execution])
         assert execution is not None
         return execution
 

@@ -15,6 +15,7 @@ from app.domain.executions import ClaimedJob, ErrorType, Execution, Outcome, Out
 from app.domain.retry import RetryPolicy
 from app.domain.states import JobState
 from app.domain.text import error_text
+from app.services.wakeups import wake_for_freed_slots
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +104,7 @@ class OutcomeService:
         await self.wake_if_handed_over(conn, ended)
 
     async def wake_if_handed_over(self, conn: Any, ended: Sequence[Execution | None]) -> None:
-        """A stateful execution left PROCESSING (or a retry is due): the next stateful job of its
-        queue is claimable now, so wake every node (one NOTIFY per transaction, on commit)."""
-        if any(e is not None and (e.stateful or e.state is JobState.ENQUEUED) for e in ended):
-            await self.executions.notify(conn, self.db.notify_channel)
+        await wake_for_freed_slots(self.db, self.executions, conn, ended)
 
     async def fail(self, conn: Any, execution_id: UUID, attempt: int, outcome: Outcome) -> Execution | None:
         abandoned = outcome.kind is OutcomeKind.ABANDONED

@@ -322,3 +322,9 @@ SELECT id, event, occurred_at FROM job_events WHERE execution_id = :id ORDER BY 
 -- name: notify
 -- Wake the dispatchers (delivered on commit; channel names carry the schema).
 SELECT pg_notify(:channel, :queue)
+
+-- name: notify_if_limited
+-- Wake the dispatchers if one of these handlers has max_concurrency (a slot was freed).
+SELECT pg_notify(:channel, '') FROM job_handlers
+WHERE name = ANY(CAST(:handlers AS text[])) AND max_concurrency IS NOT NULL
+LIMIT 1
