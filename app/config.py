@@ -50,6 +50,7 @@ class Settings(BaseSettings):
     heartbeat_timeout: float = Field(60.0, gt=0, description="a node silent this long is dead")
     scan_interval: float = Field(30.0, gt=0, description="seconds between dead-node and deadline scans")
     misfire_threshold: float = Field(60.0, ge=0, description="cron lateness before a fire counts as missed")
+    scheduler_interval: float = Field(1.0, gt=0, le=60, description="seconds between cron scheduler ticks")
     shutdown_grace: float = Field(30.0, ge=0, description="drain time on SIGTERM, seconds")
     max_payload_bytes: int = Field(1_048_576, ge=1, description="one job's payload + parameters + metadata")
     max_request_bytes: int = Field(16_777_216, ge=1, description="any request body")

@@ -1,4 +1,5 @@
-"""Composition root: Settings → database → services → API and runtime loops."""
+"""Composition root: Settings → database → services → API and runtime loops (dispatcher,
+coordinator, scheduler)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from app.db.engine import DatabaseConfig, asyncpg_dsn, connect_args, create_engi
 from app.db.migrate import upgrade
 from app.db.notify import NotifyListener
 from app.dispatcher.dispatcher import Dispatcher, DispatcherConfig
+from app.scheduler.scheduler import Scheduler, SchedulerConfig
 from app.domain.retry import RetryPolicy
 from app.handlers.transport import AiohttpTransport
 from app.services.callbacks import CallbackService, load_server_key
@@ -31,6 +33,8 @@ from app.services.handlers import HandlerService
 from app.services.health import HealthService
 from app.services.outcomes import ClaimConfig, OutcomeService
 from app.services.queues import QueueService
+from app.services.schedules import ScheduleLimits, ScheduleService
+from app.services.scheduling import SchedulingConfig, SchedulingService
 
 log = logging.getLogger("jobwire")
 _ALPHABET = string.ascii_lowercase + string.digits
@@ -80,6 +84,7 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
                 health=HealthService(db),
                 coordination=coordination,
                 queues=QueueService(db),
+                schedules=ScheduleService(db, ScheduleLimits(settings.max_payload_bytes)),
             )
             app.state.node_id = node_id
             session = AiohttpTransport.new_session(settings.concurrency)
@@ -98,12 +103,19 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
                                   scan_interval=settings.scan_interval),
                 coordination,
             )
+            scheduler = Scheduler(
+                SchedulerConfig(interval=settings.scheduler_interval),
+                SchedulingService(db, SchedulingConfig(node_id=node_id,
+                                                       misfire_threshold=settings.misfire_threshold)),
+            )
             app.state.dispatcher = dispatcher
             app.state.coordinator = coordinator
+            app.state.scheduler = scheduler
             if background:
                 await coordinator.start()  # the first heartbeat precedes the first claim
                 dispatcher.start()
                 listener.start()
+                scheduler.start()
             log.info("node %s serving on %s (database %s)", node_id, settings.effective_public_url,
                      "embedded" if embedded else "external")
             try:
@@ -113,6 +125,7 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
                 # rest, then delete the heartbeat row.
                 await listener.stop()
                 if background:
+                    await scheduler.stop()
                     await dispatcher.stop(settings.shutdown_grace)
                     await coordinator.stop()
                 await session.close()

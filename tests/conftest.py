@@ -25,8 +25,8 @@ from app.db.engine import DatabaseConfig, create_engine
 from app.db.migrate import upgrade_sync
 from app.main import create_app
 
-TABLES = ("job_logs", "job_steps", "job_events", "job_executions", "job_schedules", "job_handlers",
-          "job_queues", "job_server_heartbeats")
+TABLES = ("job_logs", "job_steps", "job_events", "job_executions", "job_schedule_fires", "job_schedules",
+          "job_handlers", "job_queues", "job_server_heartbeats")
 
 
 def free_port() -> int:

@@ -19,6 +19,7 @@ from app.api import (
     routes_jobs,
     routes_nodes,
     routes_queues,
+    routes_schedules,
 )
 from app.api.auth import require_api_key
 from app.api.body import BodyLimitMiddleware
@@ -46,7 +47,8 @@ def create_api(
     # The Bearer scheme is declared for the OpenAPI document; ManagementRoute enforces the key.
     management = APIRouter(dependencies=[Depends(require_api_key), Security(HTTPBearer(auto_error=False))],
                            responses=problems(401, 422, 503))
-    for module in (routes_handlers, routes_jobs, routes_executions, routes_nodes, routes_queues):
+    for module in (routes_handlers, routes_jobs, routes_executions, routes_nodes, routes_queues,
+                   routes_schedules):
         management.include_router(module.router)
     callbacks = APIRouter(responses=problems(401, 403, 404, 409, 422, 503))
     callbacks.include_router(routes_callbacks.router)

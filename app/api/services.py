@@ -13,6 +13,7 @@ from app.services.executions import ExecutionService
 from app.services.handlers import HandlerService
 from app.services.health import HealthService
 from app.services.queues import QueueService
+from app.services.schedules import ScheduleService
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +25,7 @@ class Services:
     health: HealthService
     coordination: CoordinationService
     queues: QueueService
+    schedules: ScheduleService
 
 
 def services(request: Request) -> Services:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.domain.executions import Execution, Handler
+from app.domain.schedules import Schedule
 
 
 def execution_view(e: Execution) -> dict[str, Any]:
@@ -50,3 +51,31 @@ def handler_view(h: Handler, *, with_secret: bool = False) -> dict[str, Any]:
     if with_secret:
         view["secret"] = h.secret
     return view
+
+
+def schedule_view(s: Schedule) -> dict[str, Any]:
+    spec = s.spec
+    return {
+        "job_id": s.job_id,
+        "cron": spec.cron,
+        "timezone": spec.timezone,
+        "handler": spec.handler,
+        "queue": spec.queue,
+        "payload": spec.payload,
+        "parameters": spec.parameters,
+        "metadata": spec.metadata,
+        "priority": spec.priority,
+        "enabled": spec.enabled,
+        "execution_mode": spec.execution_mode.value,
+        "overlap_policy": spec.overlap_policy.value,
+        "misfire_policy": spec.misfire_policy.value,
+        "max_attempts": spec.max_attempts,
+        "tracked": spec.tracked,
+        "next_fire_at": s.next_fire_at,
+        "last_fired_at": s.last_fired_at,
+        "last_success_at": s.last_success_at,
+        "last_failure_at": s.last_failure_at,
+        "consecutive_failures": s.consecutive_failures,
+        "created_at": s.created_at,
+        "updated_at": s.updated_at,
+    }

@@ -14,6 +14,13 @@ EXECUTION_COLUMNS = (
     "last_error", "error_type", "timeout_seconds", "max_duration_seconds",
 )
 
+SCHEDULE_COLUMNS = (
+    "job_id", "cron_expression", "timezone", "handler", "queue", "payload", "parameters", "metadata",
+    "priority", "enabled", "execution_mode", "overlap_policy", "misfire_policy", "max_attempts", "tracked",
+    "last_fired_at", "next_fire_at", "last_success_at", "last_failure_at", "consecutive_failures",
+    "created_at", "updated_at",
+)
+
 _EVENT_FIELDS = (
     "execution_id:id", "job_id", "job_type", "queue", "handler", "new_state:$state",
     "attempt:$attempt", "max_attempts", "error_type", "scheduled_at", "created_at",
@@ -49,7 +56,8 @@ _FRAGMENT_USE = re.compile(r"\$([a-z_]+)\b")
 def _expand(sql: str) -> str:
     sql = _EVENT_CALL.sub(lambda m: _event(m[1], m[2], m[3]), sql)
     return (
-        sql.replace("$E_COLUMNS", _columns("e."))
+        sql.replace("$S_COLUMNS", ", ".join(f"s.{c}" for c in SCHEDULE_COLUMNS))
+        .replace("$E_COLUMNS", _columns("e."))
         .replace("$U_COLUMNS", _columns("u."))
         .replace("$COLUMNS", _columns())
     )

@@ -147,6 +147,7 @@ job_schedules = Table(
     Column("queue", Text, nullable=False, server_default=text("'default'")),
     Column("payload", JSONB),
     Column("parameters", JSONB),
+    Column("metadata", JSONB),  # revision 20261130_0004
     Column("priority", Integer, nullable=False, server_default=text("0")),
     Column("enabled", Boolean, nullable=False, server_default=text("true")),
     Column("execution_mode", Text, nullable=False, server_default=text("'SINGLE_INSTANCE'")),
@@ -163,6 +164,17 @@ job_schedules = Table(
     Column("updated_at", TS, nullable=False, server_default=NOW),
 )
 Index("ix_job_schedules_next_fire", job_schedules.c.next_fire_at, postgresql_where=text("enabled"))
+
+# Revision 20261130_0004: per schedule and firing slot ('' or the node id for EVERY_INSTANCE), the
+# instant up to which every fire was made or given up, and the fire QUEUE_ONE holds back.
+job_schedule_fires = Table(
+    "job_schedule_fires",
+    metadata,
+    Column("job_id", Text, ForeignKey("job_schedules.job_id", ondelete="CASCADE"), primary_key=True),
+    Column("fire_node", Text, primary_key=True),
+    Column("handled_until", TS, nullable=False),
+    Column("pending_fire_at", TS),
+)
 
 job_handlers = Table(
     "job_handlers",

@@ -188,6 +188,11 @@ WITH input AS (
 ), ev AS (
     INSERT INTO job_events (execution_id, event)
     SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u
+), health AS (
+    -- A CRON fire that succeeds resets its schedule's failure count (db-scheduler's health).
+    UPDATE job_schedules s SET last_success_at = now(), consecutive_failures = 0
+    FROM (SELECT DISTINCT job_id FROM u WHERE job_type = 'CRON') AS c
+    WHERE s.job_id = c.job_id
 )
 SELECT $COLUMNS FROM u
 
@@ -209,7 +214,8 @@ RETURNING e.id
 -- (FAILED or ABANDONED), in ONE statement with their retry: `again` → re-enqueued as attempt + 1
 -- after :delay seconds; else DEAD_LETTER (an abandoned CRON attempt stays ABANDONED: its schedule
 -- fires again). Guarded per row on state and attempt. Events: the cause (with the ended
--- attempt's start, and now as its end), then the new state.
+-- attempt's start, and now as its end), then the new state. A CRON row that ends DEAD_LETTER or
+-- ABANDONED here counts against its schedule's health (consecutive_failures, last_failure_at).
 u AS (
     UPDATE job_executions e
     SET state = CASE WHEN t.again THEN 'ENQUEUED'
@@ -234,6 +240,13 @@ u AS (
                             (2, u.state, u.attempt)) AS x(ord, state, attempt)
     WHERE x.ord = 1 OR u.state <> :cause
     ORDER BY u.id, x.ord
+), health AS (
+    -- A CRON fire that ends DEAD_LETTER or ABANDONED counts against its schedule's health.
+    UPDATE job_schedules s
+    SET last_failure_at = now(), consecutive_failures = s.consecutive_failures + c.n
+    FROM (SELECT job_id, count(*) AS n FROM u
+          WHERE job_type = 'CRON' AND state IN ('DEAD_LETTER', 'ABANDONED') GROUP BY job_id) AS c
+    WHERE s.job_id = c.job_id
 )
 SELECT $COLUMNS FROM u
 

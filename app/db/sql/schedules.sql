@@ -1,0 +1,136 @@
+-- Named statements for job_schedules and job_schedule_fires, parsed once by app/db/queries.py.
+-- $S_COLUMNS: a schedule's columns (named, never *).
+
+-- name: schedule_upsert
+-- PUT semantics: the caller's definition replaces the stored one. Re-declaring an identical
+-- definition changes nothing (updated_at included), so a deploy can re-declare its schedules
+-- without moving them; then no row comes back. (xmax = 0) tells an insert from an update.
+INSERT INTO job_schedules AS s (job_id, cron_expression, timezone, handler, queue, payload, parameters, metadata,
+                                priority, enabled, execution_mode, overlap_policy, misfire_policy, max_attempts,
+                                tracked)
+VALUES (:job_id, :cron, :timezone, :handler, :queue, CAST(:payload AS jsonb), CAST(:parameters AS jsonb),
+        CAST(:metadata AS jsonb), :priority, :enabled, :execution_mode, :overlap_policy, :misfire_policy,
+        :max_attempts, :tracked)
+ON CONFLICT (job_id) DO UPDATE
+SET cron_expression = EXCLUDED.cron_expression, timezone = EXCLUDED.timezone, handler = EXCLUDED.handler,
+    queue = EXCLUDED.queue, payload = EXCLUDED.payload, parameters = EXCLUDED.parameters,
+    metadata = EXCLUDED.metadata, priority = EXCLUDED.priority, enabled = EXCLUDED.enabled,
+    execution_mode = EXCLUDED.execution_mode, overlap_policy = EXCLUDED.overlap_policy,
+    misfire_policy = EXCLUDED.misfire_policy, max_attempts = EXCLUDED.max_attempts, tracked = EXCLUDED.tracked,
+    updated_at = now()
+WHERE (s.cron_expression, s.timezone, s.handler, s.queue, s.payload, s.parameters, s.metadata, s.priority,
+       s.enabled, s.execution_mode, s.overlap_policy, s.misfire_policy, s.max_attempts, s.tracked)
+      IS DISTINCT FROM
+      (EXCLUDED.cron_expression, EXCLUDED.timezone, EXCLUDED.handler, EXCLUDED.queue, EXCLUDED.payload,
+       EXCLUDED.parameters, EXCLUDED.metadata, EXCLUDED.priority, EXCLUDED.enabled, EXCLUDED.execution_mode,
+       EXCLUDED.overlap_policy, EXCLUDED.misfire_policy, EXCLUDED.max_attempts, EXCLUDED.tracked)
+RETURNING $S_COLUMNS, (xmax = 0) AS created
+
+-- name: schedule_forget_fires
+-- A changed definition starts afresh: its cursors and any fire QUEUE_ONE held back go.
+DELETE FROM job_schedule_fires WHERE job_id = :job_id
+
+-- name: schedule_set_next_fire
+UPDATE job_schedules s SET next_fire_at = :next_fire_at WHERE s.job_id = :job_id RETURNING $S_COLUMNS
+
+-- name: schedule_get
+SELECT $S_COLUMNS FROM job_schedules s WHERE s.job_id = :job_id
+
+-- name: schedules_list
+SELECT $S_COLUMNS FROM job_schedules s ORDER BY s.job_id
+
+-- name: schedule_delete
+DELETE FROM job_schedules WHERE job_id = :job_id RETURNING job_id
+
+-- name: schedules_due
+-- What this node looks at in a tick: enabled schedules whose next instant has come, that hold a
+-- QUEUE_ONE fire back, or (EVERY_INSTANCE) that another node fired past this node's cursor.
+-- Read from the database every tick, so an update or delete reaches every node within one tick.
+SELECT s.job_id,
+       CASE WHEN s.execution_mode = 'EVERY_INSTANCE' THEN :node ELSE '' END AS fire_node
+FROM job_schedules s
+LEFT JOIN job_schedule_fires f
+       ON f.job_id = s.job_id
+      AND f.fire_node = CASE WHEN s.execution_mode = 'EVERY_INSTANCE' THEN :node ELSE '' END
+WHERE s.enabled
+  AND (s.next_fire_at IS NULL OR s.next_fire_at <= now() OR f.pending_fire_at IS NOT NULL
+       OR (s.execution_mode = 'EVERY_INSTANCE' AND (f.handled_until IS NULL OR f.handled_until < s.last_fired_at)))
+ORDER BY s.job_id
+
+-- name: schedule_try_lock
+-- One firer per schedule and slot at a time (transaction-scoped, keyed by schema), so the
+-- overlap check and the insert that follows it cannot interleave with another node's. A node
+-- that does not get it leaves this slot to the holder this tick. The unique index
+-- uq_job_executions_cron_fire is what guarantees one execution per (job_id, fire_at, fire_node).
+SELECT pg_try_advisory_xact_lock(hashtext('jobwire:' || current_schema()),
+                                 hashtext('schedule:' || :job_id || ':' || :fire_node))
+
+-- name: schedule_for_fire
+-- Read after the lock, in a new statement: the snapshot sees every earlier holder's commit.
+SELECT $S_COLUMNS, f.handled_until, f.pending_fire_at, now() AS now
+FROM job_schedules s
+LEFT JOIN job_schedule_fires f ON f.job_id = s.job_id AND f.fire_node = :fire_node
+WHERE s.job_id = :job_id
+
+-- name: schedule_busy
+-- The slot's previous fire is unfinished (a retry waiting counts: it is ENQUEUED).
+SELECT EXISTS (SELECT 1 FROM job_executions
+               WHERE job_id = :job_id AND job_type = 'CRON' AND fire_node = :fire_node
+                 AND state IN ('ENQUEUED', 'PROCESSING'))
+
+-- name: schedule_fire
+-- Insert the CRON execution of one instant: fire_at and the first scheduled_at are the instant
+-- itself (trigger: now()). ON CONFLICT DO NOTHING on uq_job_executions_cron_fire: of the nodes
+-- racing for one (job_id, fire_at, fire_node), one gets the row, the rest get nothing. Guarded on
+-- the definition read (updated_at): a schedule changed or deleted since fires nothing.
+WITH s AS (
+    SELECT job_id, handler, queue, payload, parameters, metadata, priority, max_attempts
+    FROM job_schedules
+    WHERE job_id = :job_id AND updated_at = :updated_at
+), u AS (
+    INSERT INTO job_executions (job_id, job_type, handler, queue, state, payload, parameters, metadata,
+                                priority, max_attempts, stateful, fire_at, fire_node, scheduled_at)
+    SELECT s.job_id, 'CRON', s.handler, s.queue, 'ENQUEUED', s.payload, s.parameters, s.metadata,
+           s.priority, s.max_attempts,
+           COALESCE((SELECT h.stateful FROM job_handlers h WHERE h.name = s.handler), false),
+           COALESCE(CAST(:fire_at AS timestamptz), now()), :fire_node, COALESCE(CAST(:fire_at AS timestamptz), now())
+    FROM s
+    ON CONFLICT (job_id, fire_at, fire_node) WHERE job_type = 'CRON' DO NOTHING
+    RETURNING $COLUMNS
+), ev AS (
+    INSERT INTO job_events (execution_id, event) SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u
+)
+SELECT $COLUMNS FROM u
+
+-- name: schedule_save_cursor
+-- Every instant up to handled_until was fired or given up; pending_fire_at is the fire QUEUE_ONE
+-- holds back (or null). Guarded on the definition read, like schedule_fire.
+INSERT INTO job_schedule_fires (job_id, fire_node, handled_until, pending_fire_at)
+SELECT :job_id, :fire_node, :handled_until, :pending_fire_at
+FROM job_schedules WHERE job_id = :job_id AND updated_at = :updated_at
+ON CONFLICT (job_id, fire_node) DO UPDATE
+SET handled_until = GREATEST(job_schedule_fires.handled_until, EXCLUDED.handled_until),
+    pending_fire_at = EXCLUDED.pending_fire_at
+
+-- name: schedule_mark_fired
+UPDATE job_schedules
+SET last_fired_at = GREATEST(last_fired_at, CAST(:fired_at AS timestamptz)), next_fire_at = :next_fire_at
+WHERE job_id = :job_id AND updated_at = :updated_at
+
+-- name: schedule_mark_triggered
+UPDATE job_schedules SET last_fired_at = GREATEST(last_fired_at, CAST(:fired_at AS timestamptz))
+WHERE job_id = :job_id
+
+-- name: schedule_delete_succeeded
+-- tracked: false keeps no history of successes: the schedule's SUCCEEDED executions go, with
+-- their events (logs and steps go by their foreign keys).
+WITH d AS (
+    DELETE FROM job_executions
+    WHERE job_id = :job_id AND job_type = 'CRON' AND state = 'SUCCEEDED'
+    RETURNING id
+)
+DELETE FROM job_events WHERE execution_id IN (SELECT id FROM d)
+
+-- name: db_now
+-- The database clock: schedules are evaluated against it on every node, never a node's own.
+SELECT now()

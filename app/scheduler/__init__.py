@@ -1,0 +1,1 @@
+"""The scheduler loop: cron firing on every node."""
