@@ -290,3 +290,25 @@ async def test_untracked_schedules_keep_no_succeeded_history(jobwire, handler, d
 
 async def _ok() -> web.StreamResponse:
     return web.json_response({"result": None})
+
+
+async def test_a_cron_attempt_abandoned_by_a_dead_node_stays_abandoned_counts_and_the_next_fire_runs(db):
+    from app.db.executions import ExecutionRepository
+    from app.services.coordination import CoordinationConfig, CoordinationService
+
+    await declare(db, max_attempts=5)
+    n = node(db, "n0")
+    await run_for(1.2, [n], db, finish=False)
+    async with db.transaction() as conn:
+        [claimed] = await ExecutionRepository().claim(conn, "dead-node", 10, (), 60)
+    await sql(db, "INSERT INTO job_server_heartbeats(server_id, last_heartbeat, started_at) "
+                  "VALUES ('dead-node', now() - interval '1 hour', now() - interval '1 hour')")
+    scan = CoordinationService(db, CoordinationConfig(node_id="scanner", heartbeat_timeout=5.0))
+    assert (await scan.recover_dead_nodes()).recovered == 1
+    [(state, attempt)] = await sql(db, "SELECT state, attempt FROM job_executions WHERE id = :id", id=claimed.id)
+    assert (state, attempt) == ("ABANDONED", 0)  # not retried within its row: the schedule fires again
+    [(failures, last_failure)] = await sql(db, "SELECT consecutive_failures, last_failure_at FROM job_schedules")
+    assert failures == 1 and last_failure is not None
+    await asyncio.sleep(1.05)
+    report = await n.tick()
+    assert len(report.fired) == 1  # ABANDONED is finished: the next instant is not an overlap
