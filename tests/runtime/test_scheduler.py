@@ -312,3 +312,54 @@ async def test_a_cron_attempt_abandoned_by_a_dead_node_stays_abandoned_counts_an
     await asyncio.sleep(1.05)
     report = await n.tick()
     assert len(report.fired) == 1  # ABANDONED is finished: the next instant is not an overlap
+
+
+async def _slow_schedule_timeline(jobwire, handler, overlap: str) -> list[tuple[float, float, str]]:
+    """A real server and a handler slower (2.2 s) than its every-second schedule, for ~5.5 s."""
+    import httpx
+
+    server = await jobwire(scheduler_interval=0.25)
+    calls: list[tuple[float, float, str]] = []
+    loop = asyncio.get_running_loop()
+
+    async def slow(_: web.Request, job: dict[str, Any]) -> web.StreamResponse:
+        started = loop.time()
+        await asyncio.sleep(2.2)
+        calls.append((started, loop.time(), job["execution_id"]))
+        return web.json_response({"result": None})
+
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as api:
+        await register(api, "slow", handler.route("/slow", slow))
+        assert (await api.put(f"/v1/schedules/slow-{overlap}", json={
+            "cron": EVERY_SECOND, "handler": "slow", "overlap_policy": overlap})).status_code == 201
+        for _ in range(200):  # until three calls have finished (about 7 s)
+            if len(calls) >= 3:
+                break
+            await asyncio.sleep(0.05)
+        await api.delete(f"/v1/schedules/slow-{overlap}")
+    return calls
+
+
+def _overlaps(calls: list[tuple[float, float, str]]) -> bool:
+    ordered = sorted(calls)
+    return any(b[0] < a[1] for a, b in zip(ordered, ordered[1:], strict=False))
+
+
+async def test_skip_with_a_handler_slower_than_the_period_never_overlaps(jobwire, handler, db):
+    calls = await _slow_schedule_timeline(jobwire, handler, "SKIP")
+    assert len(calls) >= 3 and not _overlaps(calls)
+    rows = await cron_rows(db, "slow-SKIP")
+    # One fire per 2.2 s call, not one per second: the instants in between were skipped.
+    assert len(rows) <= 4
+    assert all(r["state"] in ("SUCCEEDED", "PROCESSING", "ENQUEUED") for r in rows)
+
+
+async def test_queue_one_with_a_handler_slower_than_the_period_keeps_one_waiting(jobwire, handler, db):
+    calls = await _slow_schedule_timeline(jobwire, handler, "QUEUE_ONE")
+    assert len(calls) >= 3 and not _overlaps(calls)
+    ordered = sorted(calls)
+    # The held-back fire runs right after the previous one ends (no wait for a later instant).
+    gaps = [b[0] - a[1] for a, b in zip(ordered, ordered[1:], strict=False)]
+    assert all(gap < 0.9 for gap in gaps), gaps
+    rows = await cron_rows(db, "slow-QUEUE_ONE")
+    assert len(rows) <= 5
