@@ -56,6 +56,16 @@ class HandlerList(BaseModel):
     items: list[HandlerOut]
 
 
+def _within_utc_years(value: datetime | None) -> datetime | None:
+    # An offset can push a valid wall time outside Python's years 1-9999 in UTC.
+    if value is not None:
+        try:
+            value.astimezone(UTC)
+        except OverflowError:
+            raise ValueError("must fall within the years 1-9999 in UTC") from None
+    return value
+
+
 class JobIn(StrictModel):
     handler: Name
     payload: Any = None
@@ -82,13 +92,7 @@ class JobIn(StrictModel):
     @field_validator("run_at")
     @classmethod
     def _run_at_in_range(cls, value: datetime | None) -> datetime | None:
-        # An offset can push a valid wall time outside Python's years 1-9999 in UTC.
-        if value is not None:
-            try:
-                value.astimezone(UTC)
-            except OverflowError:
-                raise ValueError("must fall within the years 1-9999 in UTC") from None
-        return value
+        return _within_utc_years(value)
 
     @field_validator("delay_seconds")
     @classmethod
@@ -185,14 +189,6 @@ def _rfc3339_text(value: Any) -> Any:
     return value
 
 
-def _within_utc_years(value: datetime | None) -> datetime | None:
-    # An offset can push a valid wall time outside Python's years 1-9999 in UTC.
-    if value is not None:
-        try:
-            value.astimezone(UTC)
-        except OverflowError:
-            raise ValueError("must fall within the years 1-9999 in UTC") from None
-    return value
 
 
 class LogEntryIn(StrictModel):
