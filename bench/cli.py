@@ -1,0 +1,185 @@
+"""`python -m bench`: the whole benchmark in one run (see bench/README.md)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bench import drain, enqueue, latency, report
+from bench.claim_cost import claim_cost
+from bench.pg import Server
+from bench.pgbench_limit import SCENARIOS, run_scenario
+from bench.processes import start_handler, start_jobwire
+from bench.stats import median_of, summarise
+from bench.target import Target, register_handlers
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description="Jobwire beside PgQueuer, Procrastinate and "
+                                "PostgreSQL's own claim limit, in one run.")
+    p.add_argument("--jobs", type=int, default=20_000, help="N for enqueue and drain measurements (default 20000)")
+    p.add_argument("--runs", type=int, default=3, help="repetitions; every figure is their median (default 3)")
+    p.add_argument("--out", default="bench-results.json", help="JSON results file (default bench-results.json)")
+    p.add_argument("--database-url", default=os.environ.get("JOBWIRE_DATABASE_URL"),
+                   help="an external PostgreSQL (default: JOBWIRE_DATABASE_URL, else an embedded one in a fresh "
+                        "temporary directory)")
+    p.add_argument("--concurrency", type=int, default=None, help="JOBWIRE_CONCURRENCY of the server (default: its own)")
+    p.add_argument("--clients", type=int, default=16, help="concurrent clients of the single enqueue (default 16)")
+    p.add_argument("--latency-jobs", type=int, default=500)
+    p.add_argument("--claim-rows", type=int, default=1_000_000, help="the large claim-cost table (default 1000000)")
+    p.add_argument("--claim-batch", type=int, default=64, help="jobs per timed claim (default 64)")
+    p.add_argument("--claim-reps", type=int, default=200)
+    p.add_argument("--pgbench-seconds", type=int, default=10)
+    p.add_argument("--skip-peers", action="store_true", help="no PgQueuer, Procrastinate or pgbench")
+    p.add_argument("--quick", action="store_true", help="a smoke run: 1 run, 1,000 jobs, small claim table")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.runs, args.jobs, args.latency_jobs = 1, 1000, 50
+        args.claim_rows, args.claim_reps, args.pgbench_seconds = 20_000, 20, 3
+    return args
+
+
+def log(msg: str) -> None:
+    print(f"[bench {datetime.now().strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+async def measure_jobwire(server: Server, args: argparse.Namespace) -> dict[str, Any]:
+    if server.embedded:
+        url, schema = await server.create_database("jobwire"), None
+    else:
+        url, schema = server.url, f"jobwire_bench_{server.tag}"
+    handler = await start_handler()
+    jobwire = await start_jobwire(url, schema, args.concurrency)
+    t = Target(api=jobwire.url, handler=handler.url, dsn=url, schema=schema, jobwire_pid=jobwire.pid)
+    runs: dict[str, list[dict]] = {}
+    try:
+        async with aiohttp.ClientSession() as http:
+            await register_handlers(http, t)
+        for run in range(1, args.runs + 1):
+            steps = {
+                "enqueue_single": lambda r: enqueue.single(t, args.jobs, args.clients, r),
+                "enqueue_batch": lambda r: enqueue.batch(t, args.jobs, 1000, r),
+                "drain_sync": lambda r: drain.drain(t, "sync", args.jobs, r),
+                "drain_callback": lambda r: drain.drain(t, "callback", args.jobs, r),
+                "idle_latency": lambda r: latency.idle_latency(t, args.latency_jobs, r),
+            }
+            for name, step in steps.items():
+                res = await step(run)
+                runs.setdefault(name, []).append(res)
+                log(f"jobwire {name} run {run}: {json.dumps({k: v for k, v in res.items() if k != 'states'})}")
+    finally:
+        jobwire.stop()
+        handler.stop()
+        if schema:
+            await server.admin(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    out: dict[str, Any] = {
+        "enqueue_single": summarise(runs["enqueue_single"], ["jobs_per_s", "client_cpu_share"]),
+        "enqueue_batch": summarise(runs["enqueue_batch"], ["jobs_per_s", "client_cpu_share"]),
+        "idle_latency": summarise(runs["idle_latency"], ["p50_ms", "p95_ms", "p99_ms", "max_ms"]),
+    }
+    for mode in ("drain_sync", "drain_callback"):
+        out[mode] = summarise(runs[mode], ["jobs_per_s", "seconds", "peak_rss_mb"])
+        out[mode]["lost_total"] = sum(r["lost"] for r in runs[mode])
+        out[mode]["dispatched_twice_total"] = sum(r["dispatched_twice"] for r in runs[mode])
+    out["peak_rss_mb"] = max(r["peak_rss_mb"] for m in ("drain_sync", "drain_callback") for r in runs[m])
+    return out
+
+
+def run_peer(module: str, dsn: str, args: argparse.Namespace) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", module, "--dsn", dsn, "--jobs", str(args.jobs), "--runs", str(args.runs),
+           "--clients", str(args.clients)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{module} failed:\n{proc.stderr[-4000:]}")
+    runs = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {name: {"jobs_per_s": median_of(rs, "jobs_per_s"), "runs": rs} for name, rs in runs.items()}
+
+
+async def measure_peers(server: Server, args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, module in (("pgqueuer", "bench.peers.pgqueuer_peer"),
+                         ("procrastinate", "bench.peers.procrastinate_peer")):
+        dsn = await server.create_database(name)
+        log(f"{name}: {args.runs} run(s) of {args.jobs} jobs")
+        out[name] = await asyncio.to_thread(run_peer, module, dsn, args)
+        log(f"{name}: {json.dumps({k: v['jobs_per_s'] for k, v in out[name].items()})}")
+    dsn = await server.create_database("pgbench")
+    env = server.libpq_env(dsn)
+    pg: dict[str, Any] = {}
+    for scenario in SCENARIOS:
+        rs = []
+        for _ in range(args.runs):
+            rs.append(await run_scenario(dsn, env, scenario, args.pgbench_seconds))
+            log(f"postgres {scenario}: {rs[-1]['jobs_per_s']} jobs/s")
+        pg[scenario] = {"jobs_per_s": median_of(rs, "jobs_per_s"), "runs": rs}
+    out["postgres"] = pg
+    return out
+
+
+async def run(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
+    started = datetime.now(UTC)
+    load_before = os.getloadavg()
+    server = await asyncio.to_thread(Server.start, args.database_url)
+    try:
+        log(f"PostgreSQL: {'embedded' if server.embedded else 'external'}; Jobwire: {args.runs} run(s), N={args.jobs}")
+        jobwire = await measure_jobwire(server, args)
+        log(f"claim cost: 1,000 vs {args.claim_rows:,} ENQUEUED rows, {args.claim_reps} claims of {args.claim_batch}")
+        jobwire["claim_cost"] = await claim_cost(await server.create_database("claim"), (1000, args.claim_rows),
+                                                 args.claim_batch, args.claim_reps)
+        peers: dict[str, Any] = {"skipped": True} if args.skip_peers else await measure_peers(server, args)
+        conn_version = await _server_version(server)
+    finally:
+        await server.drop_all()
+        await asyncio.to_thread(server.stop)
+    result: dict[str, Any] = {
+        "meta": {
+            "started_at": started.isoformat(timespec="seconds"),
+            "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "command": "python -m bench " + shlex.join(argv),
+            "jobs": args.jobs, "runs": args.runs, "latency_jobs": args.latency_jobs,
+            "jobwire_concurrency": args.concurrency, "enqueue_clients": args.clients,
+            "cpu_count": os.cpu_count(), "load_average_before": [round(x, 2) for x in load_before],
+            "load_average_after": [round(x, 2) for x in os.getloadavg()],
+            "database": "embedded" if server.embedded else "external", "postgres_version": conn_version,
+            "python": platform.python_version(), "platform": platform.platform(),
+        },
+        "jobwire": jobwire,
+        "peers": peers,
+    }
+    result["ratios"] = report.ratios(result)
+    result["targets"] = report.targets(result)
+    return result
+
+
+async def _server_version(server: Server) -> str:
+    import asyncpg
+
+    conn = await asyncpg.connect(server.url)
+    try:
+        return await conn.fetchval("SHOW server_version")
+    finally:
+        await conn.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    import uvloop
+
+    result = uvloop.run(run(args, argv))
+    Path(args.out).write_text(json.dumps(result, indent=1, default=str))
+    print(report.table(result))
+    m = result["meta"]
+    print(f"\n{m['cpu_count']} cores; load average {m['load_average_before']} before, {m['load_average_after']} "
+          f"after; PostgreSQL {m['postgres_version']} ({m['database']}); results in {args.out}")

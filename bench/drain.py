@@ -1,0 +1,64 @@
+"""(b) End-to-end drain and (d) peak RSS: N jobs enqueued up front into a paused queue, the
+queue resumed, and the time from the handler's first call until no job of it is ENQUEUED or
+PROCESSING (a 25 ms poller on the database, as the peers are timed). jobs/s = N ÷ that time.
+
+Modes: "sync" (the handler answers 200) and "callback" (202, then POST …/complete from the
+handler process). Lost = N − SUCCEEDED; dispatched twice = executions the handler itself saw
+more than once. The Jobwire process's peak RSS is sampled throughout."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+
+from bench import jobwire_db
+from bench.rss import PeakRss
+from bench.target import CALLBACK_HANDLER, SYNC_HANDLER, Target, enqueue_batches, handler_call, set_paused
+
+HANDLERS = {"sync": SYNC_HANDLER, "callback": CALLBACK_HANDLER}
+
+
+async def drain(t: Target, mode: str, n: int, run: int, timeout: float = 900) -> dict:
+    queue = f"bench-drain-{mode}-{run}"
+    conn = await jobwire_db.connect(t.dsn, t.schema)
+    try:
+        async with aiohttp.ClientSession() as http:
+            await set_paused(http, t, queue, True)
+            await enqueue_batches(http, t, HANDLERS[mode], queue, n)
+            await conn.execute("VACUUM ANALYZE job_executions")
+            await handler_call(http, t, "POST", "/reset")
+            with PeakRss(t.jobwire_pid) as rss:
+                resumed = time.time()
+                await set_paused(http, t, queue, False)
+                deadline = time.monotonic() + timeout
+                while True:
+                    if await jobwire_db.pending(conn, queue) is False:
+                        emptied = time.time()
+                        break
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"{mode} drain of {n} not done after {timeout}s")
+                    await asyncio.sleep(0.025)
+            stats = await handler_call(http, t, "GET", "/stats")
+        counts = await jobwire_db.state_counts(conn, queue)
+    finally:
+        await jobwire_db.clear_queue(conn, queue)
+        await conn.close()
+    first = stats["first_at"] or resumed
+    seconds = emptied - first
+    succeeded = counts.get("SUCCEEDED", 0)
+    return {
+        "jobs": n,
+        "seconds": round(seconds, 3),
+        "jobs_per_s": round(n / seconds, 1),
+        "start_delay_s": round(first - resumed, 3),
+        "succeeded": succeeded,
+        "lost": n - succeeded,
+        "handler_received": stats["received"],
+        "handler_distinct": stats["distinct"],
+        "dispatched_twice": stats["dispatched_twice"],
+        "completions_failed": stats["completions_failed"],
+        "states": counts,
+        "peak_rss_mb": rss.peak_mb,
+    }

@@ -1,0 +1,84 @@
+"""The processes under test: `jobwire serve` and the no-op handler, each a subprocess on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def wait_http(url: str, proc: subprocess.Popen, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    async with aiohttp.ClientSession() as http:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise SystemExit(f"{proc.args!r} exited with {proc.returncode} before {url} was ready")
+            try:
+                async with http.get(url) as r:
+                    if r.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.1)
+    raise SystemExit(f"{url} not ready after {timeout}s")
+
+
+@dataclass
+class Child:
+    proc: subprocess.Popen
+    url: str
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self, timeout: float = 60) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+async def start_handler() -> Child:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "bench.noop_handler", "--port", str(port)])
+    child = Child(proc, f"http://127.0.0.1:{port}")
+    await wait_http(f"{child.url}/stats", proc)
+    return child
+
+
+async def start_jobwire(database_url: str, schema: str | None, concurrency: int | None) -> Child:
+    """One `jobwire serve` process (the console script beside this interpreter) on a free port,
+    migrating its database at start-up; JOBWIRE_* of the caller's environment are not passed on."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBWIRE_")}
+    env.update(JOBWIRE_PORT=str(port), JOBWIRE_DATABASE_URL=database_url, JOBWIRE_NODE_NAME="bench",
+               JOBWIRE_DATA_DIR=tempfile.mkdtemp(prefix="jobwire-bench-data-"))
+    if schema:
+        env["JOBWIRE_DB_SCHEMA"] = schema
+    if concurrency:
+        env["JOBWIRE_CONCURRENCY"] = str(concurrency)
+    exe = Path(sys.executable).parent / "jobwire"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "app.cli"]
+    proc = subprocess.Popen([*cmd, "serve", "--log-level", "warning"], env=env)
+    child = Child(proc, f"http://127.0.0.1:{port}")
+    await wait_http(f"{child.url}/readyz", proc)
+    return child

@@ -1,0 +1,49 @@
+"""What the measurements talk to: a running Jobwire, its database, and the no-op handler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aiohttp
+
+SYNC_HANDLER = "bench-noop-sync"
+CALLBACK_HANDLER = "bench-noop-callback"
+
+
+@dataclass
+class Target:
+    api: str  # http://127.0.0.1:<port> of `jobwire serve`
+    handler: str  # http://127.0.0.1:<port> of bench.noop_handler
+    dsn: str  # the Jobwire database
+    schema: str | None
+    jobwire_pid: int
+
+
+async def expect(resp: aiohttp.ClientResponse, *statuses: int) -> dict:
+    if resp.status not in statuses:
+        raise RuntimeError(f"{resp.method} {resp.url} → {resp.status}: {await resp.text()}")
+    return await resp.json(content_type=None)
+
+
+async def register_handlers(http: aiohttp.ClientSession, t: Target) -> None:
+    for name, path in ((SYNC_HANDLER, "/sync"), (CALLBACK_HANDLER, "/callback")):
+        async with http.put(f"{t.api}/v1/handlers/{name}", json={"url": f"{t.handler}{path}"}) as r:
+            await expect(r, 200, 201)
+
+
+async def set_paused(http: aiohttp.ClientSession, t: Target, queue: str, paused: bool) -> None:
+    async with http.post(f"{t.api}/v1/queues/{queue}/{'pause' if paused else 'resume'}") as r:
+        await expect(r, 200)
+
+
+async def enqueue_batches(http: aiohttp.ClientSession, t: Target, handler: str, queue: str, n: int,
+                          batch: int = 1000) -> None:
+    for start in range(0, n, batch):
+        jobs = [{"handler": handler, "queue": queue, "payload": {"i": i}} for i in range(start, min(start + batch, n))]
+        async with http.post(f"{t.api}/v1/jobs/batch", json={"jobs": jobs}) as r:
+            await expect(r, 201)
+
+
+async def handler_call(http: aiohttp.ClientSession, t: Target, method: str, path: str) -> dict:
+    async with http.request(method, f"{t.handler}{path}") as r:
+        return await expect(r, 200)
