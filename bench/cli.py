@@ -37,6 +37,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--concurrency", type=int, default=None, help="JOBWIRE_CONCURRENCY of the server (default: its own)")
     p.add_argument("--clients", type=int, default=16, help="concurrent clients of the single enqueue (default 16)")
     p.add_argument("--latency-jobs", type=int, default=500)
+    p.add_argument("--rss-jobs", type=int, default=100_000,
+                   help="one more sync drain of this many jobs for the RSS target (default 100000; 0: none)")
     p.add_argument("--claim-rows", type=int, default=1_000_000, help="the large claim-cost table (default 1000000)")
     p.add_argument("--claim-batch", type=int, default=64, help="jobs per timed claim (default 64)")
     p.add_argument("--claim-reps", type=int, default=200)
@@ -45,7 +47,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="a smoke run: 1 run, 1,000 jobs, small claim table")
     args = p.parse_args(argv)
     if args.quick:
-        args.runs, args.jobs, args.latency_jobs = 1, 1000, 50
+        args.runs, args.jobs, args.latency_jobs, args.rss_jobs = 1, 1000, 50, 2000
         args.claim_rows, args.claim_reps, args.pgbench_seconds = 20_000, 20, 3
     return args
 
@@ -78,6 +80,9 @@ async def measure_jobwire(server: Server, args: argparse.Namespace) -> dict[str,
                 res = await step(run)
                 runs.setdefault(name, []).append(res)
                 log(f"jobwire {name} run {run}: {json.dumps({k: v for k, v in res.items() if k != 'states'})}")
+        if args.rss_jobs:
+            rss_run = await drain.drain(t, "sync", args.rss_jobs, 0)
+            log(f"jobwire drain_rss: {json.dumps({k: v for k, v in rss_run.items() if k != 'states'})}")
     finally:
         jobwire.stop()
         handler.stop()
@@ -93,6 +98,7 @@ async def measure_jobwire(server: Server, args: argparse.Namespace) -> dict[str,
         out[mode]["lost_total"] = sum(r["lost"] for r in runs[mode])
         out[mode]["dispatched_twice_total"] = sum(r["dispatched_twice"] for r in runs[mode])
     out["peak_rss_mb"] = max(r["peak_rss_mb"] for m in ("drain_sync", "drain_callback") for r in runs[m])
+    out["drain_rss"] = rss_run if args.rss_jobs else None
     return out
 
 
@@ -147,7 +153,7 @@ async def run(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
             "started_at": started.isoformat(timespec="seconds"),
             "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "command": "python -m bench " + shlex.join(argv),
-            "jobs": args.jobs, "runs": args.runs, "latency_jobs": args.latency_jobs,
+            "jobs": args.jobs, "runs": args.runs, "latency_jobs": args.latency_jobs, "rss_jobs": args.rss_jobs,
             "jobwire_concurrency": args.concurrency, "enqueue_clients": args.clients,
             "cpu_count": os.cpu_count(), "load_average_before": [round(x, 2) for x in load_before],
             "load_average_after": [round(x, 2) for x in os.getloadavg()],

@@ -36,6 +36,7 @@ def test_quick_run_writes_every_figure(tmp_path):
         assert run["succeeded"] == run["handler_distinct"] == result["meta"]["jobs"]
     assert 0 < jw["idle_latency"]["p50_ms"] <= jw["idle_latency"]["p95_ms"] <= jw["idle_latency"]["p99_ms"]
     assert jw["peak_rss_mb"] > 0
+    assert jw["drain_rss"]["peak_rss_mb"] > 0 and jw["drain_rss"]["lost"] == 0
     sizes = jw["claim_cost"]["sizes"]
     assert sorted(int(s) for s in sizes) == [1000, 20_000]
     for size in sizes.values():
