@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,8 +69,7 @@ async def start_jobwire(database_url: str, schema: str | None, concurrency: int 
     migrating its database at start-up; JOBWIRE_* of the caller's environment are not passed on."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("JOBWIRE_")}
-    env.update(JOBWIRE_PORT=str(port), JOBWIRE_DATABASE_URL=database_url, JOBWIRE_NODE_NAME="bench",
-               JOBWIRE_DATA_DIR=tempfile.mkdtemp(prefix="jobwire-bench-data-"))
+    env.update(JOBWIRE_PORT=str(port), JOBWIRE_DATABASE_URL=database_url, JOBWIRE_NODE_NAME="bench")
     if schema:
         env["JOBWIRE_DB_SCHEMA"] = schema
     if concurrency:
