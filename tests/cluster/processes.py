@@ -70,3 +70,21 @@ async def handler_server(path: str, handle) -> tuple[web.AppRunner, str]:  # noq
 async def connect(url: str) -> asyncpg.Connection:
     """A plain asyncpg connection to a test database (to watch the tables from outside)."""
     return await asyncpg.connect(make_url(url).set(drivername="postgresql").render_as_string(False))
+
+
+Node = tuple[subprocess.Popen[bytes], str, Path]  # process, base URL, log file
+
+
+def serve_nodes(names: tuple[str, ...], env: dict[str, str], logs: Path) -> list[Node]:
+    """Start one `jobwire serve` per name (JOBWIRE_NODE_NAME) with the same env; logs in `logs`."""
+    nodes = []
+    for name in names:
+        log = logs / f"{name}.log"
+        process, base = serve({**env, "JOBWIRE_NODE_NAME": name}, log)
+        nodes.append((process, base, log))
+    return nodes
+
+
+async def wait_all_ready(nodes: list[Node]) -> None:
+    for process, base, log in nodes:
+        await wait_ready(base, process, log)

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from aiohttp import web
 
-from tests.cluster.processes import connect, handler_server, serve, terminate, wait_ready
+from tests.cluster.processes import connect, handler_server, serve_nodes, terminate, wait_all_ready
 
 pytestmark = pytest.mark.cluster
 
@@ -30,15 +30,10 @@ async def test_three_nodes_fire_one_execution_per_instant_and_one_per_node_for_e
 
     runner, handler_url = await handler_server("/tick", handle)
     env = {"JOBWIRE_DATABASE_URL": url, "JOBWIRE_POLL_INTERVAL": "0.2", "JOBWIRE_HEARTBEAT_INTERVAL": "0.5"}
-    nodes = []
-    for name in ("alpha", "bravo", "charlie"):
-        log = tmp_path / f"{name}.log"
-        process, base = serve({**env, "JOBWIRE_NODE_NAME": name}, log)
-        nodes.append((process, base, log))
+    nodes = serve_nodes(("alpha", "bravo", "charlie"), env, tmp_path)
     conn = None
     try:
-        for process, base, log in nodes:
-            await wait_ready(base, process, log)
+        await wait_all_ready(nodes)
         conn = await connect(url)
         async with httpx.AsyncClient(base_url=nodes[0][1], timeout=30) as api:
             assert (await api.put("/v1/handlers/tick", json={"url": handler_url})).status_code == 201

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from aiohttp import web
 
-from tests.cluster.processes import connect, handler_server, serve, terminate, wait_ready
+from tests.cluster.processes import connect, handler_server, serve_nodes, terminate, wait_all_ready
 
 pytestmark = pytest.mark.cluster
 
@@ -45,15 +45,10 @@ async def test_kill_9_of_one_node_redispatches_only_its_executions(tmp_path, fre
         "JOBWIRE_SCAN_INTERVAL": str(SCAN_INTERVAL),
         "JOBWIRE_EXECUTION_TIMEOUT": "60",
     }
-    nodes = []
-    for name in ("alpha", "bravo", "charlie"):
-        log = tmp_path / f"{name}.log"
-        process, base = serve({**env, "JOBWIRE_NODE_NAME": name}, log)
-        nodes.append((process, base, log))
+    nodes = serve_nodes(("alpha", "bravo", "charlie"), env, tmp_path)
     conn = None
     try:
-        for process, base, log in nodes:
-            await wait_ready(base, process, log)
+        await wait_all_ready(nodes)
         conn = await connect(url)
         async with httpx.AsyncClient(base_url=nodes[0][1], timeout=30) as api:
             registered = await api.put("/v1/handlers/slow", json={"url": handler_url})

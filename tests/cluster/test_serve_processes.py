@@ -12,7 +12,7 @@ import httpx
 import pytest
 from aiohttp import web
 
-from tests.cluster.processes import connect, handler_server, serve, terminate, wait_ready
+from tests.cluster.processes import connect, handler_server, serve, serve_nodes, terminate, wait_all_ready, wait_ready
 
 pytestmark = pytest.mark.cluster
 
@@ -46,14 +46,9 @@ async def test_two_nodes_drain_10000_jobs_none_lost_none_dispatched_twice(tmp_pa
     runner, handler_url = await handler_server("/work", handle)
 
     env = {"JOBWIRE_DATABASE_URL": url, "JOBWIRE_POLL_INTERVAL": "0.2"}
-    nodes = []
-    for name in ("node-a", "node-b"):  # started together: migrations serialise on the advisory lock
-        log = tmp_path / f"{name}.log"
-        process, base = serve({**env, "JOBWIRE_NODE_NAME": name}, log)
-        nodes.append((process, base, log))
+    nodes = serve_nodes(("node-a", "node-b"), env, tmp_path)
     try:
-        for process, base, log in nodes:
-            await wait_ready(base, process, log)
+        await wait_all_ready(nodes)
         total = 10_000
         async with httpx.AsyncClient(timeout=60) as a, httpx.AsyncClient(timeout=60) as b:
             a.base_url, b.base_url = nodes[0][1], nodes[1][1]

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from aiohttp import web
 
-from tests.cluster.processes import connect, handler_server, serve, terminate, wait_ready
+from tests.cluster.processes import connect, handler_server, serve_nodes, terminate, wait_all_ready
 
 pytestmark = pytest.mark.cluster
 
@@ -62,16 +62,11 @@ async def test_stateful_jobs_of_one_queue_never_overlap_across_three_nodes(tmp_p
         "JOBWIRE_HEARTBEAT_INTERVAL": "0.5",
         "JOBWIRE_EXECUTION_TIMEOUT": "60",
     }
-    nodes = []
-    for name in ("alpha", "bravo", "charlie"):
-        log = tmp_path / f"{name}.log"
-        process, base = serve({**env, "JOBWIRE_NODE_NAME": name}, log)
-        nodes.append((process, base, log))
+    nodes = serve_nodes(("alpha", "bravo", "charlie"), env, tmp_path)
     conn = None
     samples: list[dict[str, int]] = []
     try:
-        for process, base, log in nodes:
-            await wait_ready(base, process, log)
+        await wait_all_ready(nodes)
         conn = await connect(url)
         async with httpx.AsyncClient(base_url=nodes[0][1], timeout=30) as api:
             registered = await api.put("/v1/handlers/record", json={"url": handler_url})
