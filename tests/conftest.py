@@ -149,6 +149,28 @@ async def start_server(settings: Settings, *, background: bool = True) -> Runnin
     return RunningServer(f"http://127.0.0.1:{settings.port}", app, settings, server, task)
 
 
+@pytest.fixture(scope="module")
+async def api_only_server(database_url: str) -> AsyncIterator[RunningServer]:
+    """One server per test module serving the API alone (no dispatcher, no loops): what the
+    tests store stays as it is, and starting a server per test would dominate the run time."""
+    server = await start_server(settings_for(database_url), background=False)
+    yield server
+    await server.stop()
+
+
+PROBLEM = "application/problem+json"
+
+
+def problem_fields(response: httpx.Response, status: int) -> list[str]:
+    """Asserts an RFC 9457 problem with this status; returns its `errors[].field` paths."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == PROBLEM
+    body = response.json()
+    assert body["status"] == status
+    assert body["type"] and body["title"] and body["detail"]
+    return [error["field"] for error in body.get("errors", [])]
+
+
 @pytest.fixture
 async def jobwire(db: Database, database_url: str) -> AsyncIterator[Callable[..., Awaitable[RunningServer]]]:
     """Starts real Jobwire servers (API + dispatcher) against the emptied session database."""

@@ -15,22 +15,12 @@ import orjson
 import pytest
 
 from app.db.database import Database
-from tests.conftest import RunningServer, register, settings_for, start_server
+from tests.conftest import RunningServer, problem_fields, register, settings_for, start_server
 
 PROBLEM = "application/problem+json"
 NOWHERE = "http://127.0.0.1:9/jobs"  # nothing listens on the discard port
 FAR_FUTURE = "2999-01-01T00:00:00Z"  # keeps accepted jobs ENQUEUED, never dispatched
 SEVEN_DAYS = 7 * 86400
-
-
-def problem_fields(response: httpx.Response, status: int) -> list[str]:
-    """Asserts an RFC 9457 problem with this status; returns its `errors[].field` paths."""
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"] == PROBLEM
-    body = response.json()
-    assert body["status"] == status
-    assert body["type"] and body["title"] and body["detail"]
-    return [error["field"] for error in body.get("errors", [])]
 
 
 async def assert_nothing_stored(api: httpx.AsyncClient) -> None:
@@ -43,20 +33,12 @@ async def listed(api: httpx.AsyncClient) -> list[str]:
     return [e["id"] for e in (await api.get("/v1/executions", params={"limit": 500})).json()["items"]]
 
 
-@pytest.fixture(scope="module")
-async def shared_server(database_url: str) -> AsyncIterator[RunningServer]:
-    """The API without a dispatcher: accepted jobs here are far-future and never dispatched."""
-    server = await start_server(settings_for(database_url), background=False)
-    yield server
-    await server.stop()
-
-
 @pytest.fixture
-async def api(shared_server: RunningServer, db: Database) -> AsyncIterator[httpx.AsyncClient]:
+async def api(api_only_server: RunningServer, db: Database) -> AsyncIterator[httpx.AsyncClient]:
     """Overrides conftest's `api` with one server for the whole module (a start per test would
     dominate the run time); `db` still empties the tables before each test. Refused input
     needs no dispatcher."""
-    async with httpx.AsyncClient(base_url=shared_server.url, timeout=10) as client:
+    async with httpx.AsyncClient(base_url=api_only_server.url, timeout=10) as client:
         yield client
 
 

@@ -8,7 +8,7 @@ import httpx
 from sqlalchemy.engine import make_url
 
 from app.db.migrate import upgrade_sync
-from tests.conftest import admin, start_server, settings_for
+from tests.conftest import admin, settings_for, start_server
 
 
 async def test_routes_answer_503_while_the_database_is_unreachable_and_recover(server_url, fresh_database):

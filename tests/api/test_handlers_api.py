@@ -10,21 +10,11 @@ import httpx
 import pytest
 from standardwebhooks import Webhook
 
-from tests.conftest import HandlerServer
+from tests.conftest import HandlerServer, problem_fields
 
 PROBLEM = "application/problem+json"
 NOWHERE = "http://127.0.0.1:9/jobs"  # nothing listens on the discard port
 FAR_FUTURE = "2999-01-01T00:00:00Z"
-
-
-def problem_fields(response: httpx.Response, status: int) -> list[str]:
-    """Asserts an RFC 9457 problem with this status; returns its `errors[].field` paths."""
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"] == PROBLEM
-    body = response.json()
-    assert body["status"] == status
-    assert body["type"] and body["title"] and body["detail"]
-    return [error["field"] for error in body.get("errors", [])]
 
 
 async def test_put_of_a_new_handler_is_201_with_a_whsec_secret(api: httpx.AsyncClient) -> None:

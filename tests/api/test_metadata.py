@@ -13,23 +13,16 @@ import pytest
 from aiohttp import web
 
 from app.db.database import Database
-from tests.conftest import RunningServer, register, settings_for, start_server, wait_for_state
+from tests.conftest import RunningServer, register, wait_for_state
 
 TRACE = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 OTHER_SPAN = "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-00"
 FAR_FUTURE = "2999-01-01T00:00:00Z"
 
 
-@pytest.fixture(scope="module")
-async def shared_server(database_url: str) -> AsyncIterator[RunningServer]:
-    server = await start_server(settings_for(database_url), background=False)
-    yield server
-    await server.stop()
-
-
 @pytest.fixture
-async def client(shared_server: RunningServer, db: Database) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=shared_server.url, timeout=10) as c:
+async def client(api_only_server: RunningServer, db: Database) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=api_only_server.url, timeout=10) as c:
         await register(c, "h", "http://127.0.0.1:9/jobs")
         yield c
 

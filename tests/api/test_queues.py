@@ -19,7 +19,15 @@ from sqlalchemy import text
 
 from app.db.database import Database
 from app.domain.states import JobState
-from tests.conftest import HandlerServer, RunningServer, register, settings_for, start_server, wait_for_state
+from tests.conftest import (
+    HandlerServer,
+    RunningServer,
+    problem_fields,
+    register,
+    settings_for,
+    start_server,
+    wait_for_state,
+)
 
 PROBLEM = "application/problem+json"
 STATES = [s.value for s in JobState]
@@ -27,17 +35,9 @@ ZERO = dict.fromkeys(STATES, 0)
 FAR_FUTURE = "2999-01-01T00:00:00Z"
 
 
-@pytest.fixture(scope="module")
-async def view_server(database_url: str) -> AsyncIterator[RunningServer]:
-    """The API alone (no dispatcher: rows inserted by the tests stay as they are), shared by the module."""
-    server = await start_server(settings_for(database_url), background=False)
-    yield server
-    await server.stop()
-
-
 @pytest.fixture
-async def view(view_server: RunningServer, db: Database) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=view_server.url, timeout=10) as client:
+async def view(api_only_server: RunningServer, db: Database) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=api_only_server.url, timeout=10) as client:
         yield client
 
 
@@ -49,14 +49,6 @@ async def insert(db: Database, queue: str, state: str, *, age: float = 0.0, n: i
             SELECT 'j-' || g, 'DELAYED', 'h', :queue, :state, :stateful, now() - make_interval(secs => :age)
             FROM generate_series(1, :n) AS g"""), {"queue": queue, "state": state, "age": age, "n": n,
                                                    "stateful": stateful})
-
-
-def problem_fields(response: httpx.Response, status: int) -> list[str]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"] == PROBLEM
-    body = response.json()
-    assert body["status"] == status and body["title"] and body["detail"]
-    return [e["field"] for e in body.get("errors", [])]
 
 
 def by_name(listing: httpx.Response) -> dict[str, dict[str, Any]]:

@@ -10,22 +10,14 @@ import httpx
 import pytest
 
 from app.db.database import Database
-from tests.conftest import RunningServer, register, settings_for, start_server
+from tests.conftest import RunningServer, register
 
 PROBLEM = "application/problem+json"
 
 
-@pytest.fixture(scope="module")
-async def view_server(database_url: str) -> AsyncIterator[RunningServer]:
-    """The API alone (no scheduler, no dispatcher): what the routes store stays as it is."""
-    server = await start_server(settings_for(database_url), background=False)
-    yield server
-    await server.stop()
-
-
 @pytest.fixture
-async def api(view_server: RunningServer, db: Database) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=view_server.url, timeout=10) as client:
+async def api(api_only_server: RunningServer, db: Database) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=api_only_server.url, timeout=10) as client:
         await register(client, "report", "http://127.0.0.1:9/report")
         yield client
 
