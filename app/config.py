@@ -32,6 +32,9 @@ class Settings(BaseSettings):
     database_url: str | None = Field(None, description="postgresql://…; unset → embedded PostgreSQL")
     data_dir: Path = Field(Path("./.jobwire"), description="embedded PostgreSQL lives in <dir>/pg")
     db_schema: str | None = Field(None, description="schema of every job table and of alembic's history")
+    db_pool_size: int = Field(16, ge=2, le=1000, description="database connections this node keeps open (all of "
+                              "them, always: a pool that opens and closes connections under load spends its CPU "
+                              "on connection set-up)")
     migrate_on_start: bool = Field(True, description="run `alembic upgrade head` at start-up")
     host: str = Field("127.0.0.1", description="listen address")
     port: int = Field(8000, ge=1, le=65535, description="listen port")

@@ -64,7 +64,7 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
             if settings.migrate_on_start:
                 await upgrade(url, settings.db_schema)
             engine = create_engine(DatabaseConfig(url=url, schema=settings.db_schema,
-                                                  pool_size=10, max_overflow=20))
+                                                  pool_size=settings.db_pool_size))
             db = Database(engine, settings.db_schema)
             server_key = await load_server_key(db)
             outcomes = OutcomeService(

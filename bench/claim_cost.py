@@ -30,7 +30,7 @@ FROM generate_series(CAST(:first AS bigint), CAST(:last AS bigint)) AS g
 
 async def claim_cost(database_url: str, sizes: tuple[int, ...], batch: int, reps: int) -> dict[str, Any]:
     await asyncio.to_thread(upgrade_sync, database_url, None)
-    engine = create_engine(DatabaseConfig(url=database_url, pool_size=1, max_overflow=0))
+    engine = create_engine(DatabaseConfig(url=database_url, pool_size=1))
     captured: list[tuple[str, Any]] = []
     event.listen(engine.sync_engine, "before_cursor_execute",
                  lambda _c, _cur, statement, params, _ctx, _many: captured.append((statement, params)))

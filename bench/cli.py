@@ -8,8 +8,11 @@ import json
 import os
 import platform
 import shlex
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,9 @@ from bench.pgbench_limit import SCENARIOS, run_scenario
 from bench.processes import start_handler, start_jobwire
 from bench.stats import median_of, summarise
 from bench.target import Target, register_handlers
+
+
+STEPS = ("enqueue_single", "enqueue_batch", "drain_sync", "drain_callback", "idle_latency")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -45,7 +51,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--pgbench-seconds", type=int, default=10)
     p.add_argument("--skip-peers", action="store_true", help="no PgQueuer, Procrastinate or pgbench")
     p.add_argument("--quick", action="store_true", help="a smoke run: 1 run, 1,000 jobs, small claim table")
+    p.add_argument("--only", default=None,
+                   help="comma-separated Jobwire steps to run (of: " + ", ".join(STEPS) + "); implies --skip-peers "
+                        "and no claim-cost or RSS drain unless named")
+    p.add_argument("--profile", metavar="DIR", default=None,
+                   help="record the jobwire process with py-spy during each step (collapsed stacks per step in "
+                        "DIR; needs py-spy)")
     args = p.parse_args(argv)
+    if args.only:
+        args.only = [s.strip() for s in args.only.split(",") if s.strip()]
+        unknown = set(args.only) - set(STEPS) - {"claim_cost", "drain_rss"}
+        if unknown:
+            p.error(f"--only: unknown steps {sorted(unknown)}")
+        args.skip_peers = True
     if args.quick:
         args.runs, args.jobs, args.latency_jobs, args.rss_jobs = 1, 1000, 50, 2000
         args.claim_rows, args.claim_reps, args.pgbench_seconds = 20_000, 20, 3
@@ -56,6 +74,19 @@ def log(msg: str) -> None:
     print(f"[bench {datetime.now().strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+SUMMARY_KEYS = {
+    "enqueue_single": ["jobs_per_s", "client_cpu_share"],
+    "enqueue_batch": ["jobs_per_s", "client_cpu_share"],
+    "drain_sync": ["jobs_per_s", "seconds", "peak_rss_mb"],
+    "drain_callback": ["jobs_per_s", "seconds", "peak_rss_mb"],
+    "idle_latency": ["p50_ms", "p95_ms", "p99_ms", "max_ms"],
+}
+
+
+def wanted(args: argparse.Namespace, step: str) -> bool:
+    return args.only is None or step in args.only
+
+
 async def measure_jobwire(server: Server, args: argparse.Namespace) -> dict[str, Any]:
     if server.embedded:
         url, schema = await server.create_database("jobwire"), None
@@ -63,24 +94,29 @@ async def measure_jobwire(server: Server, args: argparse.Namespace) -> dict[str,
         url, schema = server.url, f"jobwire_bench_{server.tag}"
     handler = await start_handler()
     jobwire = await start_jobwire(url, schema, args.concurrency)
-    t = Target(api=jobwire.url, handler=handler.url, dsn=url, schema=schema, jobwire_pid=jobwire.pid)
+    t = Target(api=jobwire.url, handler=handler.url, dsn=url, schema=schema, jobwire_pid=jobwire.pid,
+               handler_pid=handler.pid)
     runs: dict[str, list[dict]] = {}
+    rss_run = None
     try:
         async with aiohttp.ClientSession() as http:
             await register_handlers(http, t)
+        steps = {
+            "enqueue_single": lambda r: enqueue.single(t, args.jobs, args.clients, r),
+            "enqueue_batch": lambda r: enqueue.batch(t, args.jobs, 1000, r),
+            "drain_sync": lambda r: drain.drain(t, "sync", args.jobs, r),
+            "drain_callback": lambda r: drain.drain(t, "callback", args.jobs, r),
+            "idle_latency": lambda r: latency.idle_latency(t, args.latency_jobs, r),
+        }
         for run in range(1, args.runs + 1):
-            steps = {
-                "enqueue_single": lambda r: enqueue.single(t, args.jobs, args.clients, r),
-                "enqueue_batch": lambda r: enqueue.batch(t, args.jobs, 1000, r),
-                "drain_sync": lambda r: drain.drain(t, "sync", args.jobs, r),
-                "drain_callback": lambda r: drain.drain(t, "callback", args.jobs, r),
-                "idle_latency": lambda r: latency.idle_latency(t, args.latency_jobs, r),
-            }
             for name, step in steps.items():
-                res = await step(run)
+                if not wanted(args, name):
+                    continue
+                with profiled(args.profile, jobwire.pid, f"{name}-{run}"):
+                    res = await step(run)
                 runs.setdefault(name, []).append(res)
                 log(f"jobwire {name} run {run}: {json.dumps({k: v for k, v in res.items() if k != 'states'})}")
-        if args.rss_jobs:
+        if args.rss_jobs and wanted(args, "drain_rss"):
             rss_run = await drain.drain(t, "sync", args.rss_jobs, 0)
             log(f"jobwire drain_rss: {json.dumps({k: v for k, v in rss_run.items() if k != 'states'})}")
     finally:
@@ -88,18 +124,35 @@ async def measure_jobwire(server: Server, args: argparse.Namespace) -> dict[str,
         handler.stop()
         if schema:
             await server.admin(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-    out: dict[str, Any] = {
-        "enqueue_single": summarise(runs["enqueue_single"], ["jobs_per_s", "client_cpu_share"]),
-        "enqueue_batch": summarise(runs["enqueue_batch"], ["jobs_per_s", "client_cpu_share"]),
-        "idle_latency": summarise(runs["idle_latency"], ["p50_ms", "p95_ms", "p99_ms", "max_ms"]),
-    }
+    out: dict[str, Any] = {name: summarise(rs, SUMMARY_KEYS[name]) for name, rs in runs.items()}
     for mode in ("drain_sync", "drain_callback"):
-        out[mode] = summarise(runs[mode], ["jobs_per_s", "seconds", "peak_rss_mb"])
-        out[mode]["lost_total"] = sum(r["lost"] for r in runs[mode])
-        out[mode]["dispatched_twice_total"] = sum(r["dispatched_twice"] for r in runs[mode])
-    out["peak_rss_mb"] = max(r["peak_rss_mb"] for m in ("drain_sync", "drain_callback") for r in runs[m])
-    out["drain_rss"] = rss_run if args.rss_jobs else None
+        if mode in runs:
+            out[mode]["lost_total"] = sum(r["lost"] for r in runs[mode])
+            out[mode]["dispatched_twice_total"] = sum(r["dispatched_twice"] for r in runs[mode])
+    peaks = [r["peak_rss_mb"] for m in ("drain_sync", "drain_callback") for r in runs.get(m, [])]
+    out["peak_rss_mb"] = max(peaks) if peaks else None
+    out["drain_rss"] = rss_run
     return out
+
+
+@contextmanager
+def profiled(directory: str | None, pid: int, name: str) -> Iterator[None]:
+    """py-spy, attached to `pid` for the duration of the block, without pausing it
+    (--nonblocking: a sampler that stops the process would slow what it measures):
+    DIR/name.txt, collapsed stacks (one line per distinct stack and its sample count; speedscope
+    and flamegraph.pl read it)."""
+    if directory is None:
+        yield
+        return
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    recorder = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--rate", "100", "--nonblocking", *(["--idle"] if os.environ.get("BENCH_PROFILE_IDLE") else []),
+                                 "--format", "raw", "--output", str(Path(directory) / f"{name}.txt")],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        recorder.send_signal(signal.SIGINT)
+        recorder.wait(60)
 
 
 def run_peer(module: str, dsn: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -140,9 +193,11 @@ async def run(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     try:
         log(f"PostgreSQL: {'embedded' if server.embedded else 'external'}; Jobwire: {args.runs} run(s), N={args.jobs}")
         jobwire = await measure_jobwire(server, args)
-        log(f"claim cost: 1,000 vs {args.claim_rows:,} ENQUEUED rows, {args.claim_reps} claims of {args.claim_batch}")
-        jobwire["claim_cost"] = await claim_cost(await server.create_database("claim"), (1000, args.claim_rows),
-                                                 args.claim_batch, args.claim_reps)
+        if wanted(args, "claim_cost"):
+            log(f"claim cost: 1,000 vs {args.claim_rows:,} ENQUEUED rows, {args.claim_reps} claims of "
+                f"{args.claim_batch}")
+            jobwire["claim_cost"] = await claim_cost(await server.create_database("claim"), (1000, args.claim_rows),
+                                                     args.claim_batch, args.claim_reps)
         peers: dict[str, Any] = {"skipped": True} if args.skip_peers else await measure_peers(server, args)
         conn_version = await _server_version(server)
     finally:

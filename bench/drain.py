@@ -14,6 +14,7 @@ import time
 import aiohttp
 
 from bench import jobwire_db
+from bench.cpu import CpuShare
 from bench.rss import PeakRss
 from bench.target import CALLBACK_HANDLER, SYNC_HANDLER, Target, enqueue_batches, handler_call, set_paused
 
@@ -29,7 +30,7 @@ async def drain(t: Target, mode: str, n: int, run: int, timeout: float = 900) ->
             await enqueue_batches(http, t, HANDLERS[mode], queue, n)
             await conn.execute("VACUUM ANALYZE job_executions")
             await handler_call(http, t, "POST", "/reset")
-            with PeakRss(t.jobwire_pid) as rss:
+            with PeakRss(t.jobwire_pid) as rss, CpuShare(jobwire=t.jobwire_pid, handler=t.handler_pid) as cpu:
                 resumed = time.time()
                 await set_paused(http, t, queue, False)
                 deadline = time.monotonic() + timeout
@@ -61,4 +62,5 @@ async def drain(t: Target, mode: str, n: int, run: int, timeout: float = 900) ->
         "completions_failed": stats["completions_failed"],
         "states": counts,
         "peak_rss_mb": rss.peak_mb,
+        "cpu_share": cpu.shares,
     }

@@ -17,6 +17,7 @@ class Target:
     dsn: str  # the Jobwire database
     schema: str | None
     jobwire_pid: int
+    handler_pid: int
 
 
 async def expect(resp: aiohttp.ClientResponse, *statuses: int) -> dict:

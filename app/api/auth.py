@@ -17,7 +17,13 @@ def bearer_token(request: Request) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def require_api_key(request: Request) -> None:
+async def require_api_key(request: Request) -> None:
+    """The dependency of management routes. async, as every dependency here: FastAPI runs a
+    plain-def dependency on a worker thread, a thread hop per request."""
+    check_api_key(request)
+
+
+def check_api_key(request: Request) -> None:
     keys: tuple[bytes, ...] = request.app.state.api_keys
     if not keys:
         return

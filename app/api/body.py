@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.auth import require_api_key
+from app.api.auth import check_api_key
 from app.api.responses import problem
 from app.domain.jsonsafety import UnstorableJson, check_storable
 
@@ -113,7 +113,7 @@ class StrictJSONRoute(APIRoute):
 
         async def strict_handler(request: Request) -> Response:
             if api_key_first:
-                require_api_key(request)
+                check_api_key(request)
             body = await request.body()
             if body:
                 try:

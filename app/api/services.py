@@ -28,5 +28,6 @@ class Services:
     schedules: ScheduleService
 
 
-def services(request: Request) -> Services:
+async def services(request: Request) -> Services:
+    # async: FastAPI runs a plain-def dependency on a worker thread, a thread hop per request.
     return request.app.state.services

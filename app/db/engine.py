@@ -14,8 +14,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 class DatabaseConfig:
     url: str  # postgresql://… as the user gave it (or the embedded server's)
     schema: str | None = None
-    pool_size: int = 10
-    max_overflow: int = 10
+    # A fixed pool: connections past pool_size ("overflow") would be closed as soon as they are
+    # returned, and under load the server would spend its CPU opening new ones. A request that
+    # finds every connection busy waits for one (pool_timeout), then counts as unavailable.
+    pool_size: int = 16
+    pool_timeout: float = 30.0
 
 
 def async_url(url: str) -> URL:
@@ -45,7 +48,8 @@ def create_engine(config: DatabaseConfig) -> AsyncEngine:
     return create_async_engine(
         async_url(config.url),
         pool_size=config.pool_size,
-        max_overflow=config.max_overflow,
+        max_overflow=0,
+        pool_timeout=config.pool_timeout,
         pool_pre_ping=False,
         pool_recycle=1800,
         json_serializer=lambda v: orjson.dumps(v).decode(),

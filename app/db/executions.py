@@ -160,18 +160,19 @@ class ExecutionRepository:
         self, conn: AsyncConnection, items: Sequence[tuple[UUID, int, Any]]
     ) -> list[Execution]:
         """Record successes (id, attempt, result); rows that may no longer succeed are skipped."""
-        docs = [{"id": str(i), "attempt": a, **({"result": r} if r is not None else {})} for i, a, r in items]
         rows = await conn.execute(
             _with_states(Q["executions_succeed"]),
-            {"items": _json(docs), "from_states": list(states.SUCCEED_FROM)},
+            {"ids": [i for i, _, _ in items], "attempts": [a for _, a, _ in items],
+             "results": [None if r is None else _json(r) for _, _, r in items],
+             "from_states": list(states.SUCCEED_FROM)},
         )
         return [to_execution(r) for r in rows]
 
     async def release_to_handler(
         self, conn: AsyncConnection, node: str, items: Sequence[tuple[UUID, int]]
     ) -> list[UUID]:
-        docs = [{"id": str(i), "attempt": a} for i, a in items]
-        rows = await conn.execute(Q["executions_release_to_handler"], {"items": _json(docs), "node": node})
+        rows = await conn.execute(Q["executions_release_to_handler"],
+                                  {"ids": [i for i, _ in items], "attempts": [a for _, a in items], "node": node})
         return [r[0] for r in rows]
 
     async def fail(

@@ -1,0 +1,43 @@
+"""Every route and every dependency runs on the event loop: FastAPI runs a plain-def endpoint or
+dependency on a worker thread, and that hop (a thread switch and the GIL handed over twice)
+cost more than the rest of a callback request under load."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from typing import Any
+
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
+
+from app.api.app import create_api
+
+
+def _runs_on_loop(call: Any) -> bool:
+    return inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(getattr(call, "__call__", None))
+
+
+def _calls(dependant: Dependant) -> Iterator[Any]:
+    for sub in dependant.dependencies:
+        yield sub.call
+        yield from _calls(sub)
+
+
+def _api_routes(routes: list[Any]) -> Iterator[APIRoute]:
+    for route in routes:
+        if isinstance(route, APIRoute):
+            yield route
+        router = getattr(route, "original_router", None) or getattr(route, "router", None)
+        if router is not None and router is not route:
+            yield from _api_routes(router.routes)
+
+
+def test_every_endpoint_and_dependency_is_a_coroutine():
+    routes = list(_api_routes(create_api(max_request_bytes=1).routes))
+    assert len(routes) > 25
+    threaded = sorted({f"{route.path}: {getattr(call, '__qualname__', call)!r}"
+                       for route in routes
+                       for call in (route.endpoint, *_calls(route.dependant))
+                       if not _runs_on_loop(call)})
+    assert threaded == []
