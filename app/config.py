@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import socket
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -45,6 +45,8 @@ class Settings(BaseSettings):
     queues: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="queues this node claims from; empty → all")
     concurrency: int = Field(64, ge=1, le=10_000, description="in-flight HTTP calls per node")
+    dispatch_client: Literal["http11", "aiohttp"] = Field(
+        "http11", description="HTTP client of handler calls: the built-in HTTP/1.1 client, or aiohttp")
     poll_interval: float = Field(1.0, gt=0, description="seconds between fallback claim polls")
     execution_timeout: float = Field(120.0, gt=0, le=7 * 86400, description="default attempt deadline, seconds")
     retry_base_delay: float = Field(1.0, ge=0, description="first retry delay, seconds")

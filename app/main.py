@@ -24,7 +24,7 @@ from app.db.notify import NotifyListener
 from app.dispatcher.dispatcher import Dispatcher, DispatcherConfig
 from app.scheduler.scheduler import Scheduler, SchedulerConfig
 from app.domain.retry import RetryPolicy
-from app.handlers.transport import AiohttpTransport
+from app.handlers.transport import AiohttpTransport, Http11Transport
 from app.services.callbacks import CallbackService, load_server_key
 from app.services.coordination import CoordinationConfig, CoordinationService
 from app.services.enqueue import EnqueueLimits, EnqueueService
@@ -87,13 +87,14 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
                 schedules=ScheduleService(db, ScheduleLimits(settings.max_payload_bytes)),
             )
             app.state.node_id = node_id
-            session = AiohttpTransport.new_session(settings.concurrency)
+            transport_class = Http11Transport if settings.dispatch_client == "http11" else AiohttpTransport
+            transport = transport_class(settings.concurrency, settings.max_payload_bytes)
             dispatcher = Dispatcher(
                 DispatcherConfig(concurrency=settings.concurrency, poll_interval=settings.poll_interval,
                                  public_url=settings.effective_public_url,
                                  retry_max_delay=settings.retry_max_delay),
                 outcomes,
-                AiohttpTransport(session, settings.max_payload_bytes),
+                transport,
                 callbacks.token_for,
             )
             listener = NotifyListener(asyncpg_dsn(url), db.notify_channel, dispatcher.wake,
@@ -128,7 +129,7 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
                     await scheduler.stop()
                     await dispatcher.stop(settings.shutdown_grace)
                     await coordinator.stop()
-                await session.close()
+                await transport.close()
                 await db.dispose()
         finally:
             if embedded is not None:

@@ -145,7 +145,8 @@ def profiled(directory: str | None, pid: int, name: str) -> Iterator[None]:
         yield
         return
     Path(directory).mkdir(parents=True, exist_ok=True)
-    recorder = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--rate", "100", "--nonblocking", *(["--idle"] if os.environ.get("BENCH_PROFILE_IDLE") else []),
+    idle = ["--idle"] if os.environ.get("BENCH_PROFILE_IDLE") else []  # samples of waiting threads too
+    recorder = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--rate", "100", "--nonblocking", *idle,
                                  "--format", "raw", "--output", str(Path(directory) / f"{name}.txt")],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -43,15 +43,33 @@ class Database:
         self.engine = engine
         self.schema = schema
         self.notify_channel = f"jobwire_{schema or 'default'}_enqueued"
+        self._autocommit: AsyncEngine | None = None
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
+        async with self._connection(self.engine, begin=True) as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def autocommit(self) -> AsyncIterator[AsyncConnection]:
+        """A connection on which every statement commits on its own: for a write that is one
+        statement, it saves the BEGIN and COMMIT round trips."""
+        if self._autocommit is None:  # the same pool, connections handed out in autocommit mode
+            self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        async with self._connection(self._autocommit, begin=False) as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def _connection(self, engine: AsyncEngine, begin: bool) -> AsyncIterator[AsyncConnection]:
         try:
-            conn = await self.engine.connect()
+            conn = await engine.connect()
         except Exception as exc:  # no connection at all: the database is not reachable
             raise DatabaseUnavailable(_first_line(exc)) from exc
         try:
-            async with conn.begin():
+            if begin:
+                async with conn.begin():
+                    yield conn
+            else:
                 yield conn
         except (DBAPIError, OSError, ConnectionError) as exc:
             if is_connection_problem(exc):

@@ -136,37 +136,39 @@ class ExecutionRepository:
         queues: Sequence[str],
         default_timeout: float,
     ) -> list[ClaimedJob]:
-        """Claim up to n due jobs in two statements of the caller's transaction: first the
-        advisory locks (stateful queues, limited handlers) and the paused queues, then the claim,
-        whose fresh snapshot sees every earlier lock holder's committed claim."""
-        params: dict[str, Any] = {}
-        if queues:
-            params["queues"] = list(queues)
-        locks = await conn.execute(Q["claim_locks_queues" if queues else "claim_locks_all_queues"], params)
-        stateful_queues, limited, blocked, paused = [], [], [], []
-        for kind, name, locked in locks:
-            if kind == "queue":
-                stateful_queues.append(name)
-            elif kind == "handler":
-                (limited if locked else blocked).append(name)
-            else:
-                paused.append(name)
-        params.update(node=node, n=n, default_timeout=float(default_timeout), stateful_queues=stateful_queues,
-                      limited=limited, blocked=blocked, paused=paused)
-        stmt = Q["executions_claim_queues" if queues else "executions_claim_all_queues"]
-        return [to_claimed(r) for r in await conn.execute(stmt, params)]
+        """Claim up to n due jobs (of `queues`, or of every queue when empty) in one statement:
+        jobwire_claim takes the advisory locks of the stateful-queue and max_concurrency protocol
+        and claims in a later statement of its own, whose fresh snapshot sees every earlier lock
+        holder's committed claim. Run it on an autocommit connection and the locks end with it."""
+        params = {"node": node, "n": n, "default_timeout": float(default_timeout),
+                  "queues": list(queues) if queues else None}
+        return [to_claimed(r) for r in await conn.execute(Q["executions_claim"], params)]
 
     async def succeed_many(
-        self, conn: AsyncConnection, items: Sequence[tuple[UUID, int, Any]]
+        self, conn: AsyncConnection, items: Sequence[tuple[UUID, int, Any]], channel: str
     ) -> list[Execution]:
-        """Record successes (id, attempt, result); rows that may no longer succeed are skipped."""
+        """Record successes (id, attempt, result); rows that may no longer succeed are skipped.
+        One statement, which also NOTIFYs `channel` when a success frees a stateful queue or a
+        max_concurrency slot."""
         rows = await conn.execute(
             _with_states(Q["executions_succeed"]),
             {"ids": [i for i, _, _ in items], "attempts": [a for _, a, _ in items],
              "results": [None if r is None else _json(r) for _, _, r in items],
-             "from_states": list(states.SUCCEED_FROM)},
+             "from_states": list(states.SUCCEED_FROM), "channel": channel},
         )
         return [to_execution(r) for r in rows]
+
+    async def succeed_quietly(
+        self, conn: AsyncConnection, items: Sequence[tuple[UUID, int, Any]], channel: str
+    ) -> int:
+        """As succeed_many, returning only how many applied (no rows to decode)."""
+        row = (await conn.execute(
+            _with_states(Q["executions_succeed_quietly"]),
+            {"ids": [i for i, _, _ in items], "attempts": [a for _, a, _ in items],
+             "results": [None if r is None else _json(r) for _, _, r in items],
+             "from_states": list(states.SUCCEED_FROM), "channel": channel},
+        )).one()
+        return int(row[0])
 
     async def release_to_handler(
         self, conn: AsyncConnection, node: str, items: Sequence[tuple[UUID, int]]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from app.domain.executions import ClaimedJob, Execution, Handler, JobType, Progress
 from app.domain.states import JobState
 
@@ -50,7 +52,13 @@ def to_execution(row: Any) -> Execution:
     )
 
 
+def _embedded_json(text: str | None) -> orjson.Fragment | None:
+    return None if text is None else orjson.Fragment(text)
+
+
 def to_claimed(row: Any) -> ClaimedJob:
+    """A claimed row whose payload, parameters and metadata came as JSON text: they are kept as
+    orjson fragments, embedded in the handler's request body as they are."""
     m = row._mapping
     return ClaimedJob(
         id=m["id"],
@@ -59,9 +67,9 @@ def to_claimed(row: Any) -> ClaimedJob:
         queue=m["queue"],
         attempt=m["attempt"],
         max_attempts=m["max_attempts"],
-        payload=m["payload"],
-        parameters=m["parameters"],
-        metadata=m["metadata"],
+        payload=_embedded_json(m["payload"]),
+        parameters=_embedded_json(m["parameters"]),
+        metadata=_embedded_json(m["metadata"]),
         scheduled_at=m["scheduled_at"],
         started_at=m["started_at"],
         deadline_at=m["deadline_at"],

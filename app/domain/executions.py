@@ -132,7 +132,8 @@ class ListFilter:
 
 @dataclass(frozen=True, slots=True)
 class ClaimedJob:
-    """What the dispatcher needs to make one HTTP call."""
+    """What the dispatcher needs to make one HTTP call. payload, parameters and metadata are
+    JSON values, or (as the claim returns them) orjson fragments of their stored JSON text."""
 
     id: UUID
     job_id: str

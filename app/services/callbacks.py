@@ -123,6 +123,14 @@ class CallbackService:
 
     async def complete(self, execution_id: UUID, token: str | None, completion: Completion) -> Execution:
         attempt = self.authorize(execution_id, token)
+        if completion.succeeded:
+            # The common case in one statement, one round trip: the write is guarded on the
+            # token's attempt, so when it applies the execution exists at that attempt. When it
+            # does not, the transaction below says why (404, 409, or an idempotent no-op).
+            async with self.db.autocommit() as conn:
+                changed = await self.outcomes.succeed(conn, execution_id, attempt, completion.result)
+            if changed is not None:
+                return changed
         async with self.db.transaction() as conn:
             current = await self._current(conn, execution_id, attempt)
             if completion.succeeded:
@@ -136,7 +144,8 @@ class CallbackService:
                 )
                 changed = await self.outcomes.fail(conn, execution_id, attempt, outcome)
             if changed is not None:
-                await self.outcomes.wake_if_handed_over(conn, [changed])
+                if not completion.succeeded:  # a success wakes what it frees by itself
+                    await self.outcomes.wake_if_handed_over(conn, [changed])
                 return changed
             # Zero rows: a duplicate, or no longer PROCESSING. An idempotent no-op that reports
             # the execution as it is now (another writer may have moved it since we read it).

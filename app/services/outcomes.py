@@ -42,7 +42,8 @@ class OutcomeService:
 
     async def claim(self, n: int) -> list[ClaimedJob]:
         c = self.claim_config
-        async with self.db.transaction() as conn:
+        # One statement, its own transaction: one round trip.
+        async with self.db.autocommit() as conn:
             return await self.executions.claim(conn, c.node_id, n, c.queues, c.default_timeout)
 
     async def release_untracked(self, tracked: Sequence[UUID]) -> int:
@@ -71,8 +72,13 @@ class OutcomeService:
         left to the deadline scan, which abandons and retries its attempt.
         """
         try:
-            async with self.db.transaction() as conn:
-                await self._record(conn, results)
+            if all(outcome.kind is OutcomeKind.SUCCEEDED for _, outcome in results):
+                # The common batch is one statement: no BEGIN and COMMIT round trips.
+                async with self.db.autocommit() as conn:
+                    await self._record(conn, results)
+            else:
+                async with self.db.transaction() as conn:
+                    await self._record(conn, results)
             return
         except DatabaseUnavailable:
             raise
@@ -93,9 +99,9 @@ class OutcomeService:
     async def _record(self, conn: Any, results: Sequence[tuple[ClaimedJob, Outcome]]) -> None:
         succeeded = [(j.id, j.attempt, o.result) for j, o in results if o.kind is OutcomeKind.SUCCEEDED]
         accepted = [(j.id, j.attempt) for j, o in results if o.kind is OutcomeKind.ACCEPTED]
-        ended: list[Execution | None] = []
+        ended: list[Execution | None] = []  # failures; successes wake what they free themselves
         if succeeded:
-            ended += await self.executions.succeed_many(conn, succeeded)
+            await self.executions.succeed_quietly(conn, succeeded, self.db.notify_channel)
         if accepted:
             await self.executions.release_to_handler(conn, self.claim_config.node_id, accepted)
         for job, outcome in results:
@@ -126,5 +132,7 @@ class OutcomeService:
         )
 
     async def succeed(self, conn: Any, execution_id: UUID, attempt: int, result: Any) -> Execution | None:
-        done = await self.executions.succeed_many(conn, [(execution_id, attempt, result)])
+        """Record one success (waking the dispatchers when it frees work); None when the attempt
+        may no longer succeed."""
+        done = await self.executions.succeed_many(conn, [(execution_id, attempt, result)], self.db.notify_channel)
         return done[0] if done else None

@@ -7,6 +7,7 @@ import re
 import uuid
 from collections import Counter
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -14,13 +15,11 @@ from sqlalchemy import text
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
-from app.db.queries import load
 from app.domain.executions import NewJob
 from app.domain.signing import new_handler_secret
 from app.services.enqueue import EnqueueLimits, EnqueueService
 
 repo = ExecutionRepository()
-Q = load("executions.sql")
 
 
 async def add_handler(db: Database, name: str = "h") -> None:
@@ -48,9 +47,27 @@ def job(i: int = 0, **kw: object) -> NewJob:
 
 # --- EXPLAIN -----------------------------------------------------------------------------------
 
-def with_literals(sql: str, values: dict[str, str]) -> str:
-    """The named statement with its :params replaced by SQL literals (EXPLAIN takes no binds here)."""
-    return re.sub(r"(?<![:\w]):(\w+)", lambda m: values[m[1]], sql)
+async def explain(db: Database, queues: list[str] | None = None, n: int = 10) -> str:
+    """The plans of every statement jobwire_claim runs (auto_explain, nested statements, sent to
+    this session as notices), from a claim that is rolled back."""
+    notices: list[str] = []
+    async with db.transaction() as conn:
+        raw = (await conn.get_raw_connection()).driver_connection
+
+        def listen(_conn: object, message: Any) -> None:
+            notices.append(message.message)
+
+        raw.add_log_listener(listen)
+        try:
+            for setting in ("LOAD 'auto_explain'", "SET LOCAL auto_explain.log_min_duration = 0",
+                            "SET LOCAL auto_explain.log_nested_statements = on",
+                            "SET LOCAL auto_explain.log_level = 'notice'"):
+                await conn.exec_driver_sql(setting)
+            await repo.claim(conn, "explain-node", n, queues or [], default_timeout=60.0)
+            await conn.rollback()
+        finally:
+            raw.remove_log_listener(listen)
+    return "\n".join(notices)
 
 
 async def seed_for_explain(db: Database) -> None:
@@ -73,15 +90,6 @@ async def seed_for_explain(db: Database) -> None:
         await conn.execute(text("ANALYZE job_executions"))
 
 
-async def explain(db: Database, name: str, **values: str) -> str:
-    defaults = {"n": "10", "node": "'explain-node'", "default_timeout": "60.0",
-                "blocked": "'{}'", "paused": "'{}'", "stateful_queues": "'{}'", "limited": "'{}'"}
-    sql = with_literals(Q[name].text, {**defaults, **values})
-    async with db.transaction() as conn:
-        rows = await conn.exec_driver_sql("EXPLAIN " + sql)
-        return "\n".join(r[0] for r in rows)
-
-
 def uses_index(plan: str, index: str) -> bool:
     return re.search(rf"(Index Scan using|Index Only Scan using|Bitmap Index Scan on) {index}\b", plan) is not None
 
@@ -89,7 +97,7 @@ def uses_index(plan: str, index: str) -> bool:
 async def test_claim_all_queues_uses_its_partial_index(db: Database) -> None:
     await add_handler(db)
     await seed_for_explain(db)
-    plan = await explain(db, "executions_claim_all_queues")
+    plan = await explain(db)
     assert uses_index(plan, "ix_job_executions_claim_all"), plan
     assert "Seq Scan on job_executions" not in plan, plan
 
@@ -98,8 +106,7 @@ async def test_claim_all_queues_uses_its_partial_index(db: Database) -> None:
 async def test_claim_of_named_queues_uses_its_partial_index(db: Database, queues: list[str]) -> None:
     await add_handler(db)
     await seed_for_explain(db)
-    array = "CAST(ARRAY[" + ", ".join(f"'{q}'" for q in queues) + "] AS text[])"
-    plan = await explain(db, "executions_claim_queues", queues=array)
+    plan = await explain(db, queues)
     assert uses_index(plan, "ix_job_executions_claim"), plan
     assert "Seq Scan on job_executions" not in plan, plan
 

@@ -82,7 +82,7 @@ async def fail(db: Database, execution_id: uuid.UUID, attempt: int, *, cause: Jo
 
 async def succeed(db: Database, execution_id: uuid.UUID, attempt: int, result: Any = None) -> list[Execution]:
     async with db.transaction() as conn:
-        return await repo.succeed_many(conn, [(execution_id, attempt, result)])
+        return await repo.succeed_many(conn, [(execution_id, attempt, result)], db.notify_channel)
 
 
 async def cancel(db: Database, execution_id: uuid.UUID) -> Execution | None:
@@ -351,7 +351,7 @@ async def op_claim(conn: AsyncConnection, _: uuid.UUID) -> Any:
 
 
 async def op_succeed(conn: AsyncConnection, i: uuid.UUID) -> Any:
-    return await repo.succeed_many(conn, [(i, 0, "r")])
+    return await repo.succeed_many(conn, [(i, 0, "r")], "jobwire_default_enqueued")
 
 
 async def op_fail(conn: AsyncConnection, i: uuid.UUID) -> Any:

@@ -15,7 +15,8 @@ from app.api.app import create_api
 
 
 def _runs_on_loop(call: Any) -> bool:
-    return inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(getattr(call, "__call__", None))
+    dunder_call = type(call).__call__ if not inspect.isroutine(call) else None
+    return inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(dunder_call)
 
 
 def _calls(dependant: Dependant) -> Iterator[Any]:
@@ -24,20 +25,24 @@ def _calls(dependant: Dependant) -> Iterator[Any]:
         yield from _calls(sub)
 
 
-def _api_routes(routes: list[Any]) -> Iterator[APIRoute]:
+def _api_routes(routes: list[Any], inherited: tuple[Any, ...] = ()) -> Iterator[tuple[APIRoute, tuple[Any, ...]]]:
+    """Every APIRoute with the dependencies of the routers it is included through."""
     for route in routes:
         if isinstance(route, APIRoute):
-            yield route
+            yield route, inherited
         router = getattr(route, "original_router", None) or getattr(route, "router", None)
         if router is not None and router is not route:
-            yield from _api_routes(router.routes)
+            context = getattr(route, "include_context", None)
+            extra = [*getattr(router, "dependencies", []), *getattr(context, "dependencies", [])]
+            yield from _api_routes(router.routes, (*inherited, *(d.dependency for d in extra)))
 
 
 def test_every_endpoint_and_dependency_is_a_coroutine():
     routes = list(_api_routes(create_api(max_request_bytes=1).routes))
     assert len(routes) > 25
+    assert any(inherited for _, inherited in routes)  # the management routes' API-key check
     threaded = sorted({f"{route.path}: {getattr(call, '__qualname__', call)!r}"
-                       for route in routes
-                       for call in (route.endpoint, *_calls(route.dependant))
+                       for route, inherited in routes
+                       for call in (route.endpoint, *inherited, *_calls(route.dependant))
                        if not _runs_on_loop(call)})
     assert threaded == []

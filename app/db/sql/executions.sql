@@ -17,161 +17,18 @@ SELECT $COLUMNS, idempotency_key, request_hash FROM job_executions WHERE idempot
 -- name: execution_get
 SELECT $COLUMNS FROM job_executions WHERE id = :id
 
--- fragment: claim_tail
--- The end of both claims: mark the claimed rows PROCESSING with their deadline, record the
--- events, and return what a dispatch needs (the handler's URL and secret, the seconds left).
-u AS (
-    UPDATE job_executions e
-    SET state = 'PROCESSING', started_at = now(), updated_at = now(), locked_by = :node,
-        deadline_at = now() + make_interval(secs => LEAST(
-            COALESCE(e.timeout_seconds,
-                     (SELECT h.timeout_seconds FROM job_handlers h WHERE h.name = e.handler),
-                     :default_timeout),
-            COALESCE(e.max_duration_seconds, CAST('Infinity' AS float8))))
-    FROM c
-    WHERE e.id = c.id AND e.state = 'ENQUEUED'
-    RETURNING $E_COLUMNS
-), ev AS (
-    INSERT INTO job_events (execution_id, event) SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u
-)
--- UPDATE … FROM returns rows in join order, not the CTE's: sort the batch here.
-SELECT $U_COLUMNS, h.url AS handler_url, h.secret AS handler_secret,
-       EXTRACT(EPOCH FROM u.deadline_at - now()) AS seconds_left
-FROM u LEFT JOIN job_handlers h ON h.name = u.handler
-ORDER BY u.priority DESC, u.scheduled_at
+-- name: executions_claim
+-- The dispatcher's claim: jobwire_claim (revision 20261130_0005) takes the advisory locks
+-- (stateful queues, limited handlers) and then claims up to :n due jobs, best first, marking them
+-- PROCESSING with their events; one statement, so on its own it is one round trip. :queues NULL
+-- claims from every queue. The JSON documents come as text, to be embedded in the request body
+-- as they are (no decoding and encoding again on the way to the handler).
+SELECT id, job_id, job_type, handler, queue, attempt, max_attempts, CAST(payload AS text) AS payload,
+       CAST(parameters AS text) AS parameters, CAST(metadata AS text) AS metadata, scheduled_at,
+       started_at, deadline_at, seconds_left, handler_url, handler_secret
+FROM jobwire_claim(:node, :n, :default_timeout, CAST(:queues AS text[]))
 
--- fragment: claim_locks_rest
--- Handlers with max_concurrency: try each one's lock (locked → its free slots are counted by the
--- claim; not locked → another claimer is counting them now, so skip its jobs this time). And the
--- paused queues, which no claim takes from.
-UNION ALL
-SELECT 'handler', h.name, pg_try_advisory_xact_lock(hashtext('jobwire:' || current_schema()), hashtext('handler:' || h.name))
-FROM job_handlers h
-WHERE h.max_concurrency IS NOT NULL
-UNION ALL
-SELECT 'paused', name, true FROM job_queues WHERE paused
-
--- name: claim_locks_all_queues
--- The first statement of a claim transaction: transaction-scoped advisory locks (keyed by schema,
--- so two Jobwire schemas in one database never block each other) on the queues
--- that have a due stateful job and none PROCESSING. Only their holder may claim a stateful job
--- there until it commits, and the claim statement that follows takes a new snapshot, so it sees
--- every earlier holder's claim: the check-then-claim cannot race. (Taken inside the claim's own
--- WHERE, a lock would come after the snapshot was taken, and race.)
-SELECT 'queue' AS kind, q.queue AS name, true AS locked
-FROM (SELECT DISTINCT queue FROM job_executions
-      WHERE state = 'ENQUEUED' AND stateful AND scheduled_at <= now()) AS q
-WHERE NOT EXISTS (SELECT 1 FROM job_executions p
-                  WHERE p.state = 'PROCESSING' AND p.stateful AND p.queue = q.queue)
-  AND NOT EXISTS (SELECT 1 FROM job_queues jq WHERE jq.name = q.queue AND jq.paused)
-  AND pg_try_advisory_xact_lock(hashtext('jobwire:' || current_schema()), hashtext('queue:' || q.queue))
-$claim_locks_rest
-
--- name: claim_locks_queues
--- As claim_locks_all_queues, for the node's queues only.
-SELECT 'queue' AS kind, q.queue AS name, true AS locked
-FROM (SELECT DISTINCT queue FROM job_executions
-      WHERE state = 'ENQUEUED' AND stateful AND scheduled_at <= now()
-        AND queue = ANY(CAST(:queues AS text[]))) AS q
-WHERE NOT EXISTS (SELECT 1 FROM job_executions p
-                  WHERE p.state = 'PROCESSING' AND p.stateful AND p.queue = q.queue)
-  AND NOT EXISTS (SELECT 1 FROM job_queues jq WHERE jq.name = q.queue AND jq.paused)
-  AND pg_try_advisory_xact_lock(hashtext('jobwire:' || current_schema()), hashtext('queue:' || q.queue))
-$claim_locks_rest
-
--- fragment: claim_free
--- Per handler with max_concurrency whose lock this transaction holds: its free slots, counted in
--- this statement's snapshot (taken after the lock was granted).
-free AS (
-    SELECT h.name, GREATEST(h.max_concurrency - (SELECT count(*) FROM job_executions p
-                                                 WHERE p.state = 'PROCESSING' AND p.handler = h.name), 0) AS slots
-    FROM job_handlers h
-    WHERE h.name = ANY(CAST(:limited AS text[]))
-)
-
--- fragment: claim_stateful
--- The next stateful job of each queue whose lock this transaction holds, if that queue has none
--- PROCESSING (checked in this statement's snapshot, taken after the lock was granted). When the
--- next one's handler is blocked, the queue waits (its order is kept) rather than skipping ahead.
-chosen AS (
-    SELECT s.id, s.priority, s.scheduled_at, s.handler
-    FROM unnest(CAST(:stateful_queues AS text[])) AS q(queue)
-    CROSS JOIN LATERAL (
-        SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
-        WHERE e.state = 'ENQUEUED' AND e.stateful AND e.queue = q.queue AND e.scheduled_at <= now()
-          AND NOT EXISTS (SELECT 1 FROM job_executions p
-                          WHERE p.state = 'PROCESSING' AND p.stateful AND p.queue = q.queue)
-        ORDER BY e.priority DESC, e.scheduled_at
-        LIMIT 1
-        FOR UPDATE SKIP LOCKED
-    ) AS s
-    WHERE s.handler <> ALL(CAST(:blocked AS text[]))
-),
--- Per handler with max_concurrency, keep no more than its free slots (a stateful job of a limited
--- handler comes through chosen, beside that handler's capped jobs); then the best :n of everything.
-c AS (
-    SELECT r.id
-    FROM (SELECT x.id, x.priority, x.scheduled_at, x.handler,
-                 row_number() OVER (PARTITION BY x.handler ORDER BY x.priority DESC, x.scheduled_at) AS rank
-          FROM (SELECT * FROM plain UNION ALL SELECT * FROM capped UNION ALL SELECT * FROM chosen) AS x) AS r
-    LEFT JOIN free f ON f.name = r.handler
-    WHERE f.name IS NULL OR r.rank <= f.slots
-    ORDER BY r.priority DESC, r.scheduled_at
-    LIMIT :n
-), $claim_tail
-
--- name: executions_claim_all_queues
--- Claim up to :n due jobs of any queue, best first; SKIP LOCKED lets claimers pass each other.
--- The CTE is the optimisation fence: LIMIT applies before the UPDATE, and the planner uses the
--- partial index ix_job_executions_claim_all. Stateful jobs come only through claim_stateful.
--- A limited handler's jobs come apart (capped), at most its free slots: were they in plain, its
--- backlog could fill the batch and be dropped, starving every other handler.
-WITH $claim_free, plain AS (
-    SELECT id, priority, scheduled_at, handler FROM job_executions
-    WHERE state = 'ENQUEUED' AND scheduled_at <= now() AND NOT stateful
-      AND handler <> ALL(CAST(:blocked AS text[])) AND handler <> ALL(CAST(:limited AS text[]))
-      AND queue <> ALL(CAST(:paused AS text[]))
-    ORDER BY priority DESC, scheduled_at
-    LIMIT :n
-    FOR UPDATE SKIP LOCKED
-), capped AS (
-    SELECT s.id, s.priority, s.scheduled_at, s.handler
-    FROM free f
-    CROSS JOIN LATERAL (
-        SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
-        WHERE e.state = 'ENQUEUED' AND e.scheduled_at <= now() AND NOT e.stateful AND e.handler = f.name
-          AND e.queue <> ALL(CAST(:paused AS text[]))
-        ORDER BY e.priority DESC, e.scheduled_at
-        LIMIT LEAST(f.slots, :n)
-        FOR UPDATE SKIP LOCKED
-    ) AS s
-), $claim_stateful
-
--- name: executions_claim_queues
--- As executions_claim_all_queues, limited to the node's queues (index ix_job_executions_claim).
-WITH $claim_free, plain AS (
-    SELECT id, priority, scheduled_at, handler FROM job_executions
-    WHERE state = 'ENQUEUED' AND scheduled_at <= now() AND queue = ANY(CAST(:queues AS text[]))
-      AND NOT stateful
-      AND handler <> ALL(CAST(:blocked AS text[])) AND handler <> ALL(CAST(:limited AS text[]))
-      AND queue <> ALL(CAST(:paused AS text[]))
-    ORDER BY priority DESC, scheduled_at
-    LIMIT :n
-    FOR UPDATE SKIP LOCKED
-), capped AS (
-    SELECT s.id, s.priority, s.scheduled_at, s.handler
-    FROM free f
-    CROSS JOIN LATERAL (
-        SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
-        WHERE e.state = 'ENQUEUED' AND e.scheduled_at <= now() AND NOT e.stateful AND e.handler = f.name
-          AND e.queue = ANY(CAST(:queues AS text[])) AND e.queue <> ALL(CAST(:paused AS text[]))
-        ORDER BY e.priority DESC, e.scheduled_at
-        LIMIT LEAST(f.slots, :n)
-        FOR UPDATE SKIP LOCKED
-    ) AS s
-), $claim_stateful
-
--- name: executions_succeed
+-- fragment: succeed
 -- Record successes in one statement. Guarded per row: the attempt must be current, and a
 -- success wins over PROCESSING, ABANDONED, and a DEAD_LETTER reached by abandoning.
 -- The batch comes as parallel arrays (results as JSON text): unnest() of a parameter is
@@ -198,8 +55,23 @@ WITH input AS (
     UPDATE job_schedules s SET last_success_at = now(), consecutive_failures = 0
     FROM (SELECT DISTINCT job_id FROM u WHERE job_type = 'CRON') AS c
     WHERE s.job_id = c.job_id
+), wake AS (
+    -- A success that frees a stateful queue or a max_concurrency slot wakes the dispatchers
+    -- (one NOTIFY, delivered on commit). Evaluated once, through the select list below.
+    SELECT pg_notify(:channel, '') FROM u LEFT JOIN job_handlers h ON h.name = u.handler
+    WHERE u.stateful OR h.max_concurrency IS NOT NULL
+    LIMIT 1
 )
-SELECT $COLUMNS FROM u
+
+-- name: executions_succeed
+-- Successes, returning each execution as it now is (the completion callback answers with it).
+$succeed
+SELECT $COLUMNS, (SELECT count(*) FROM wake) AS woke FROM u
+
+-- name: executions_succeed_quietly
+-- Successes, returning only how many applied (the dispatcher's outcome batches need no more).
+$succeed
+SELECT count(*) AS succeeded, (SELECT count(*) FROM wake) AS woke FROM u
 
 -- name: executions_release_to_handler
 -- A 202: the handler now holds the execution, so this node lets go (locked_by cleared).

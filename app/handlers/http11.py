@@ -1,0 +1,291 @@
+"""A small HTTP/1.1 client for the dispatch hot path: POST a body, read the reply, keep the
+connection for the next call.
+
+Why not aiohttp's ClientSession here: per call it builds a request object, header multidicts,
+a timer context, tracing hooks and a response object; profiled on `python -m bench`, that was
+the largest share of the dispatcher's CPU. A handler call needs none of it: one request line,
+a handful of headers known in advance, and from the reply only the status, two headers and a
+size-capped body. This client writes the request in one buffer and parses the reply with
+httptools (llhttp, the parser uvicorn uses), on asyncio protocols with keep-alive pooling.
+
+What it does: http and https (TLS verified against the system's CA store), one connection per
+call in flight, idle connections kept per origin for `idle_timeout` seconds (and dropped as soon
+as the server closes them), `Connection: close` and HTTP/1.0 replies honoured, chunked and
+length-delimited and read-until-close bodies, the body cap (the connection is dropped when a
+reply exceeds it). What it does not: redirects (never followed, as the dispatch protocol says),
+proxies, compression (no Accept-Encoding is sent, so replies come uncompressed), HTTP/2.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import httptools
+
+
+class HttpError(Exception):
+    """No usable reply: connection refused or reset, a malformed reply, a bad URL."""
+
+
+@dataclass(slots=True)
+class Response:
+    status: int
+    reason: str
+    headers: dict[str, str]
+    body: bytes
+    too_large: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    scheme: str
+    host: str
+    port: int
+
+    @property
+    def host_header(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.scheme == "https" else 80
+        return host if self.port == default else f"{host}:{self.port}"
+
+
+def split_url(url: str) -> tuple[Origin, str]:
+    """(origin, request target) of an http(s) URL."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise HttpError(f"invalid URL {url!r}: {exc}") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise HttpError(f"invalid URL {url!r}: only http:// and https:// with a host")
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    return Origin(parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80)), target
+
+
+_KEPT_HEADERS = (b"retry-after", b"date", b"connection", b"content-length", b"transfer-encoding")
+_SHOWN_HEADERS = ("retry-after", "date")
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection; one exchange at a time."""
+
+    def __init__(self, max_body: int) -> None:
+        self.max_body = max_body
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.idle_since = 0.0
+        self._reply: asyncio.Future[Response] | None = None
+        self._parser = httptools.HttpResponseParser(self)
+        self._reset_reply()
+
+    # -- asyncio.Protocol --------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        if self._reply is None:  # nothing asked: the server may not speak first
+            self._abort()
+            return
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._fail(HttpError("the handler answered with a protocol upgrade"))
+        except httptools.HttpParserError as exc:
+            self._fail(HttpError(f"malformed HTTP reply: {exc}"))
+
+    def eof_received(self) -> bool:
+        self._end_of_stream()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._end_of_stream(exc)
+
+    def _end_of_stream(self, exc: Exception | None = None) -> None:
+        if self._reply is None or self._reply.done():
+            return
+        if self._status and self._until_close and not self._complete:
+            # A body delimited by the end of the connection (no length, not chunked) ends here.
+            self._complete = True
+            self._finish()
+            return
+        reason = f"{type(exc).__name__}: {exc}" if exc else "the handler closed the connection"
+        self._fail(HttpError(f"connection lost before a complete reply ({reason})"))
+
+    # -- httptools callbacks -----------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self._started = True
+
+    def on_status(self, status: bytes) -> None:
+        self._reason += status
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        key = name.lower()
+        if key in _KEPT_HEADERS:
+            self._headers[key.decode("latin-1")] = value.decode("latin-1")
+
+    def on_headers_complete(self) -> None:
+        self._status = self._parser.get_status_code()
+        length = self._headers.get("content-length")
+        chunked = "chunked" in self._headers.get("transfer-encoding", "").lower()
+        self._until_close = length is None and not chunked and self._status not in (204, 304)
+        if length is not None and length.strip().isdigit() and int(length) > self.max_body:
+            self._too_large = True
+            self._finish()
+
+    def on_body(self, body: bytes) -> None:
+        if self._too_large:
+            return
+        self._size += len(body)
+        if self._size > self.max_body:
+            self._too_large = True
+            self._chunks.clear()
+            self._finish()
+            return
+        self._chunks.append(body)
+
+    def on_message_complete(self) -> None:
+        self._complete = True
+        if not self._too_large:
+            self._finish()
+
+    # -- exchange ----------------------------------------------------------------------------
+
+    async def exchange(self, request: bytes) -> Response:
+        assert self.transport is not None and self._reply is None
+        self._reset_reply()
+        self._reply = asyncio.get_running_loop().create_future()
+        self.transport.write(request)
+        try:
+            return await self._reply
+        finally:
+            self._reply = None
+
+    @property
+    def reusable(self) -> bool:
+        return not self.closed and self.transport is not None and not self.transport.is_closing()
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def _abort(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _reset_reply(self) -> None:
+        self._started = False
+        self._complete = False
+        self._status = 0
+        self._reason = b""
+        self._headers: dict[str, str] = {}
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._too_large = False
+        self._until_close = False
+
+    def _finish(self) -> None:
+        reply = self._reply
+        if reply is None or reply.done():
+            return
+        keep = (self._complete and not self._too_large and self._parser.should_keep_alive()
+                and self._headers.get("connection", "").lower() != "close")
+        if not keep:
+            self.close()
+        reply.set_result(Response(
+            status=self._status,
+            reason=self._reason.decode("latin-1", "replace"),
+            headers={k: v for k, v in self._headers.items() if k in _SHOWN_HEADERS},
+            body=b"" if self._too_large else b"".join(self._chunks),
+            too_large=self._too_large,
+        ))
+
+    def _fail(self, exc: Exception) -> None:
+        self._abort()
+        if self._reply is not None and not self._reply.done():
+            self._reply.set_exception(exc)
+
+
+@dataclass
+class _Pool:
+    idle: deque[_Connection] = field(default_factory=deque)
+
+
+class Http11Client:
+    """POST over pooled keep-alive HTTP/1.1 connections. At most `limit` connections open."""
+
+    def __init__(self, limit: int, max_body: int, idle_timeout: float = 15.0,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
+        self.max_body = max_body
+        self.idle_timeout = idle_timeout
+        self._slots = asyncio.Semaphore(limit)
+        self._pools: dict[Origin, _Pool] = {}
+        self._ssl = ssl_context
+        self._closed = False
+
+    async def post(self, url: str, body: bytes, headers: dict[str, str]) -> Response:
+        """One POST and its reply. Raises HttpError when there is no usable reply; cancelling
+        the call (a deadline) drops its connection."""
+        origin, target = split_url(url)
+        request = self._request(origin, target, body, headers)
+        async with self._slots:
+            conn = await self._connection(origin)
+            try:
+                response = await conn.exchange(request)
+            except BaseException:
+                conn.close()
+                raise
+            if conn.reusable:
+                conn.idle_since = time.monotonic()
+                self._pools.setdefault(origin, _Pool()).idle.append(conn)
+            return response
+
+    @staticmethod
+    def _request(origin: Origin, target: str, body: bytes, headers: dict[str, str]) -> bytes:
+        lines = [f"POST {target} HTTP/1.1", f"Host: {origin.host_header}", f"Content-Length: {len(body)}"]
+        for name, value in headers.items():
+            if "\r" in name or "\n" in name or "\r" in value or "\n" in value:
+                raise HttpError(f"header {name!r} has a line break")
+            lines.append(f"{name}: {value}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+    async def _connection(self, origin: Origin) -> _Connection:
+        pool = self._pools.get(origin)
+        now = time.monotonic()
+        while pool and pool.idle:
+            conn = pool.idle.pop()  # the most recently used: the least likely to have timed out
+            if conn.reusable and now - conn.idle_since < self.idle_timeout:
+                return conn
+            conn.close()
+        if self._closed:
+            raise HttpError("the client is closed")
+        loop = asyncio.get_running_loop()
+        tls = None
+        if origin.scheme == "https":
+            if self._ssl is None:
+                self._ssl = ssl.create_default_context()
+            tls = self._ssl
+        try:
+            _, conn = await loop.create_connection(
+                lambda: _Connection(self.max_body), origin.host, origin.port, ssl=tls,
+                server_hostname=origin.host if tls else None)
+        except (OSError, ssl.SSLError, ValueError) as exc:
+            raise HttpError(f"{type(exc).__name__}: {exc}") from exc
+        return conn
+
+    async def close(self) -> None:
+        self._closed = True
+        for pool in self._pools.values():
+            while pool.idle:
+                pool.idle.pop().close()
