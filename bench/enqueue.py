@@ -10,6 +10,7 @@ import time
 import aiohttp
 
 from bench import jobwire_db
+from bench.cpu import CpuShare
 from bench.target import SYNC_HANDLER, Target, enqueue_batches, expect, set_paused
 
 
@@ -27,15 +28,16 @@ async def single(t: Target, n: int, clients: int, run: int) -> dict:
                     async with http.post(f"{t.api}/v1/jobs", json=body) as r:
                         await expect(r, 201)
 
-            cpu0, t0 = time.process_time(), time.perf_counter()
-            await asyncio.gather(*(client() for _ in range(clients)))
-            wall = time.perf_counter() - t0
-            cpu = time.process_time() - cpu0
+            with CpuShare(jobwire=t.jobwire_pid) as shares:
+                cpu0, t0 = time.process_time(), time.perf_counter()
+                await asyncio.gather(*(client() for _ in range(clients)))
+                wall = time.perf_counter() - t0
+                cpu = time.process_time() - cpu0
         stored = (await jobwire_db.state_counts(conn, queue)).get("ENQUEUED", 0)
         if stored != per * clients:
             raise RuntimeError(f"single enqueue stored {stored} of {per * clients}")
         return {"jobs": per * clients, "seconds": round(wall, 3), "jobs_per_s": round(per * clients / wall, 1),
-                "client_cpu_share": round(cpu / wall, 2)}
+                "client_cpu_share": round(cpu / wall, 2), "cpu_share": shares.shares}
     finally:
         await jobwire_db.clear_queue(conn, queue)
         await conn.close()
@@ -47,15 +49,16 @@ async def batch(t: Target, n: int, size: int, run: int) -> dict:
     try:
         async with aiohttp.ClientSession() as http:
             await set_paused(http, t, queue, True)
-            cpu0, t0 = time.process_time(), time.perf_counter()
-            await enqueue_batches(http, t, SYNC_HANDLER, queue, n, size)
-            wall = time.perf_counter() - t0
-            cpu = time.process_time() - cpu0
+            with CpuShare(jobwire=t.jobwire_pid) as shares:
+                cpu0, t0 = time.process_time(), time.perf_counter()
+                await enqueue_batches(http, t, SYNC_HANDLER, queue, n, size)
+                wall = time.perf_counter() - t0
+                cpu = time.process_time() - cpu0
         stored = (await jobwire_db.state_counts(conn, queue)).get("ENQUEUED", 0)
         if stored != n:
             raise RuntimeError(f"batch enqueue stored {stored} of {n}")
         return {"jobs": n, "seconds": round(wall, 3), "jobs_per_s": round(n / wall, 1),
-                "client_cpu_share": round(cpu / wall, 2)}
+                "client_cpu_share": round(cpu / wall, 2), "cpu_share": shares.shares}
     finally:
         await jobwire_db.clear_queue(conn, queue)
         await conn.close()

@@ -17,7 +17,9 @@ every earlier lock holder's committed claim, exactly as when the dispatcher sent
 statements itself. Called on its own (an implicit transaction), the claim is one round trip
 instead of four (BEGIN, locks, claim, COMMIT); the locks end with that transaction.
 
-`queues` NULL claims from every queue; otherwise from those queues only. The result columns are
+`queues` NULL claims from every queue; otherwise from those queues only. When queues are paused,
+a claim of every queue becomes a claim of the queues that have ENQUEUED rows and are not paused
+(found by a loose index scan), so a paused queue's backlog is not walked row by row. The result columns are
 what a dispatch needs (execution fields, the handler's URL and secret, the seconds left before
 the deadline), best first. A later revision that changes the claim replaces the function.
 
@@ -153,6 +155,24 @@ BEGIN
           FROM job_handlers h WHERE h.max_concurrency IS NOT NULL) AS l;
 
     SELECT COALESCE(array_agg(jq.name), '{{}}') INTO v_paused FROM job_queues jq WHERE jq.paused;
+
+    -- With queues paused, claim from the others by name: the queues that have ENQUEUED rows,
+    -- found by a loose index scan (one probe per queue), so a paused backlog is never walked
+    -- row by row, and a claim with only paused work left returns at once.
+    IF queues IS NULL AND cardinality(v_paused) > 0 THEN
+        queues := ARRAY(
+            WITH RECURSIVE q AS (
+                (SELECT e.queue FROM job_executions e WHERE e.state = 'ENQUEUED' ORDER BY e.queue LIMIT 1)
+                UNION ALL
+                SELECT (SELECT e.queue FROM job_executions e
+                        WHERE e.state = 'ENQUEUED' AND e.queue > q.queue ORDER BY e.queue LIMIT 1)
+                FROM q WHERE q.queue IS NOT NULL
+            )
+            SELECT q.queue FROM q WHERE q.queue IS NOT NULL AND q.queue <> ALL(v_paused));
+        IF cardinality(queues) = 0 AND cardinality(v_stateful) = 0 THEN
+            RETURN;
+        END IF;
+    END IF;
 
     -- Step 2: the claim (two forms, so each uses its own index).
     IF queues IS NULL THEN

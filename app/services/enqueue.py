@@ -54,7 +54,8 @@ class EnqueueService:
                 raise PayloadTooLarge(field=f"{field_prefix}[{i}]" if field_prefix else "job",
                                       size=size, limit=self.limits.max_payload_bytes)
         try:
-            async with self.db.transaction() as conn:
+            # One statement, atomic on its own: no BEGIN and COMMIT round trips.
+            async with self.db.autocommit() as conn:
                 done = await self.executions.enqueue(conn, jobs)
         except ValidationFailed as exc:
             renamed = [FieldError(_rename(e.field, field_prefix), e.message) for e in exc.errors]

@@ -47,7 +47,7 @@ def job(i: int = 0, **kw: object) -> NewJob:
 
 # --- EXPLAIN -----------------------------------------------------------------------------------
 
-async def explain(db: Database, queues: list[str] | None = None, n: int = 10) -> str:
+async def explain(db: Database, queues: list[str] | None = None, n: int = 10, analyze: bool = False) -> str:
     """The plans of every statement jobwire_claim runs (auto_explain, nested statements, sent to
     this session as notices), from a claim that is rolled back."""
     notices: list[str] = []
@@ -61,7 +61,8 @@ async def explain(db: Database, queues: list[str] | None = None, n: int = 10) ->
         try:
             for setting in ("LOAD 'auto_explain'", "SET LOCAL auto_explain.log_min_duration = 0",
                             "SET LOCAL auto_explain.log_nested_statements = on",
-                            "SET LOCAL auto_explain.log_level = 'notice'"):
+                            "SET LOCAL auto_explain.log_level = 'notice'",
+                            f"SET LOCAL auto_explain.log_analyze = {'on' if analyze else 'off'}"):
                 await conn.exec_driver_sql(setting)
             await repo.claim(conn, "explain-node", n, queues or [], default_timeout=60.0)
             await conn.rollback()

@@ -419,6 +419,23 @@ async def test_the_plain_claim_still_uses_its_partial_index_beside_stateful_work
     assert "Seq Scan on job_executions" not in plan, plan
 
 
+async def test_a_paused_backlog_is_not_walked_by_the_claim(db: Database) -> None:
+    await add_handler(db)
+    await set_paused(db, "held", True)
+    await sql(db, """
+        INSERT INTO job_executions (job_id, job_type, handler, queue, state, scheduled_at)
+        SELECT 'held-' || g, 'DELAYED', 'h', 'held', 'ENQUEUED', now() - interval '1 day' + g * interval '1 ms'
+        FROM generate_series(1, 3000) AS g""")
+    await sql(db, "ANALYZE job_executions")
+    plan = await explain(db, analyze=True)
+    assert "Recursive Union" in plan, plan  # the queues were found by the loose index scan
+    removed = [int(n) for n in re.findall(r"Rows Removed by Filter: (\d+)", plan)]
+    assert max(removed, default=0) < 100, plan
+    assert await claim(db) == []
+    await enqueue(db, [job("ready", queue="open")])
+    assert names(await claim(db)) == {"ready"}
+
+
 async def test_a_limited_handlers_jobs_are_found_through_an_index_on_handler(db: Database) -> None:
     await add_handler(db)
     await add_handler(db, "limited", max_concurrency=5)

@@ -145,8 +145,9 @@ async def test_a_connection_the_server_closed_while_idle_is_not_reused(transport
 
 
 async def test_status_reason_and_the_retry_headers_are_reported(transport):
-    server = await serving(lambda n: b"HTTP/1.1 429 Slow Down\r\nRetry-After: 7\r\nDate: Mon, 30 Nov 2026 00:00:00 GMT\r\n"
-                                     b"X-Other: 1\r\nContent-Length: 4\r\n\r\nbusy")
+    server = await serving(lambda n: b"HTTP/1.1 429 Slow Down\r\nRetry-After: 7\r\n"
+                                     b"Date: Mon, 30 Nov 2026 00:00:00 GMT\r\nX-Other: 1\r\n"
+                                     b"Content-Length: 4\r\n\r\nbusy")
     reply = await post(transport, server)
     assert (reply.status, reply.reason, reply.body) == (429, "Slow Down", b"busy")
     headers = {k.lower(): v for k, v in reply.headers.items()}
