@@ -17,11 +17,9 @@ from app.domain.text import error_text
 from app.handlers.transport import DeadlineExceeded, Reply, Transport, TransportError
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z") if value else None
-
-
 def request_body(job: ClaimedJob, callback_url: str, token: str) -> bytes:
+    # Times as RFC 3339 in UTC with a Z, written by orjson itself (the driver hands them over
+    # in UTC); payload, parameters and metadata as stored (orjson fragments of their JSON).
     return orjson.dumps(
         {
             "execution_id": str(job.id),
@@ -33,12 +31,19 @@ def request_body(job: ClaimedJob, callback_url: str, token: str) -> bytes:
             "payload": job.payload,
             "parameters": job.parameters,
             "metadata": job.metadata,
-            "scheduled_at": _iso(job.scheduled_at),
-            "started_at": _iso(job.started_at),
-            "deadline": _iso(job.deadline_at),
+            "scheduled_at": _utc(job.scheduled_at),
+            "started_at": _utc(job.started_at),
+            "deadline": _utc(job.deadline_at),
             "callback": {"url": callback_url, "token": token},
-        }
+        },
+        option=orjson.OPT_UTC_Z,
     )
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None or value.tzinfo is UTC:
+        return value
+    return value.astimezone(UTC)
 
 
 def signed_headers(secret: str, job: ClaimedJob, body: bytes, now: float | None = None) -> dict[str, str]:

@@ -134,3 +134,20 @@ def test_token_with_a_tampered_mac_is_refused() -> None:
     "token", ["", ".", "1", "1.", "x.abc", "-1.abc", "1.2.3", "9999999999.abc", " 1.abc", "\u0661.abc"])
 def test_malformed_tokens_are_refused(token: str) -> None:
     assert verify_callback_token(new_server_key(), uuid.uuid4(), token) is None
+
+
+def test_the_request_body_gives_times_in_utc_with_a_z_and_embeds_stored_json_as_is() -> None:
+    import dataclasses
+    from datetime import timezone
+
+    import orjson
+
+    job = claimed_job()
+    berlin = timezone(timedelta(hours=1))
+    job = dataclasses.replace(job, scheduled_at=datetime(2026, 11, 30, 4, 0, 0, 250000, tzinfo=berlin),
+                              payload=orjson.Fragment(b'{"a": [1, 2]}'))
+    body = orjson.loads(request_body(job, "http://x/cb", "t"))
+    assert body["scheduled_at"] == "2026-11-30T03:00:00.250000Z"
+    assert body["started_at"].endswith("Z") and body["deadline"].endswith("Z")
+    assert datetime.fromisoformat(body["deadline"]) == job.deadline_at
+    assert body["payload"] == {"a": [1, 2]}
