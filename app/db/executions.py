@@ -150,25 +150,15 @@ class ExecutionRepository:
         """Record successes (id, attempt, result); rows that may no longer succeed are skipped.
         One statement, which also NOTIFYs `channel` when a success frees a stateful queue or a
         max_concurrency slot."""
-        rows = await conn.execute(
-            _with_states(Q["executions_succeed"]),
-            {"ids": [i for i, _, _ in items], "attempts": [a for _, a, _ in items],
-             "results": [None if r is None else _json(r) for _, _, r in items],
-             "from_states": list(states.SUCCEED_FROM), "channel": channel},
-        )
+        rows = await conn.execute(_with_states(Q["executions_succeed"]), _succeed_params(items, channel))
         return [to_execution(r) for r in rows]
 
     async def succeed_quietly(
         self, conn: AsyncConnection, items: Sequence[tuple[UUID, int, Any]], channel: str
     ) -> int:
         """As succeed_many, returning only how many applied (no rows to decode)."""
-        row = (await conn.execute(
-            _with_states(Q["executions_succeed_quietly"]),
-            {"ids": [i for i, _, _ in items], "attempts": [a for _, a, _ in items],
-             "results": [None if r is None else _json(r) for _, _, r in items],
-             "from_states": list(states.SUCCEED_FROM), "channel": channel},
-        )).one()
-        return int(row[0])
+        stmt = _with_states(Q["executions_succeed_quietly"])
+        return int((await conn.execute(stmt, _succeed_params(items, channel))).one()[0])
 
     async def release_to_handler(
         self, conn: AsyncConnection, node: str, items: Sequence[tuple[UUID, int]]
@@ -268,6 +258,13 @@ class ExecutionRepository:
 
     async def notify_if_limited(self, conn: AsyncConnection, channel: str, handlers: Sequence[str]) -> None:
         await conn.execute(Q["notify_if_limited"], {"channel": channel, "handlers": list(handlers)})
+
+
+def _succeed_params(items: Sequence[tuple[UUID, int, Any]], channel: str) -> dict[str, Any]:
+    """executions_succeed's batch as parallel arrays (results as JSON text)."""
+    return {"ids": [i for i, _, _ in items], "attempts": [a for _, a, _ in items],
+            "results": [None if r is None else _json(r) for _, _, r in items],
+            "from_states": list(states.SUCCEED_FROM), "channel": channel}
 
 
 def _with_states(stmt: Any) -> Any:
