@@ -9,11 +9,13 @@ size-capped body. This client writes the request in one buffer and parses the re
 httptools (llhttp, the parser uvicorn uses), on asyncio protocols with keep-alive pooling.
 
 What it does: http and https (TLS verified against the system's CA store), one connection per
-call in flight, idle connections kept per origin for `idle_timeout` seconds (and dropped as soon
-as the server closes them), `Connection: close` and HTTP/1.0 replies honoured, chunked and
-length-delimited and read-until-close bodies, the body cap (the connection is dropped when a
-reply exceeds it). What it does not: redirects (never followed, as the dispatch protocol says),
-proxies, compression (no Accept-Encoding is sent, so replies come uncompressed), HTTP/2.
+call in flight, idle connections kept per origin for `idle_timeout` seconds (at most `limit`
+in all; dropped as soon as the server closes them or sends anything unasked),
+`Connection: close` and HTTP/1.0 replies honoured, chunked and length-delimited and
+read-until-close bodies, the body cap (the connection is dropped when a reply exceeds it).
+An informational (1xx) reply counts as the reply. What it does not: redirects (never
+followed, as the dispatch protocol says), proxies, compression (no Accept-Encoding is sent, so
+replies come uncompressed), HTTP/2.
 """
 
 from __future__ import annotations
@@ -123,6 +125,11 @@ class _Connection(asyncio.Protocol):
     # -- httptools callbacks -----------------------------------------------------------------
 
     def on_message_begin(self) -> None:
+        if self._reply is None or self._reply.done():
+            # A second reply to one request: what comes next on this connection cannot be
+            # trusted to answer the next request, so it is not reused.
+            self._abort()
+            return
         self._started = True
 
     def on_status(self, status: bytes) -> None:
@@ -231,6 +238,8 @@ class Http11Client:
         self.idle_timeout = idle_timeout
         self._slots = asyncio.Semaphore(limit)
         self._pools: dict[Origin, _Pool] = {}
+        self._idle_limit = limit  # idle connections kept, all origins together
+        self._idle = 0
         self._ssl = ssl_context
         self._closed = False
 
@@ -246,9 +255,12 @@ class Http11Client:
             except BaseException:
                 conn.close()
                 raise
-            if conn.reusable:
+            if conn.reusable and self._idle < self._idle_limit:
                 conn.idle_since = time.monotonic()
                 self._pools.setdefault(origin, _Pool()).idle.append(conn)
+                self._idle += 1
+            elif conn.reusable:
+                conn.close()
             return response
 
     @staticmethod
@@ -265,6 +277,7 @@ class Http11Client:
         now = time.monotonic()
         while pool and pool.idle:
             conn = pool.idle.pop()  # the most recently used: the least likely to have timed out
+            self._idle -= 1
             if conn.reusable and now - conn.idle_since < self.idle_timeout:
                 return conn
             conn.close()
@@ -289,3 +302,4 @@ class Http11Client:
         for pool in self._pools.values():
             while pool.idle:
                 pool.idle.pop().close()
+        self._idle = 0

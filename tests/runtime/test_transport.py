@@ -144,6 +144,15 @@ async def test_a_connection_the_server_closed_while_idle_is_not_reused(transport
     assert server.connections == 2
 
 
+async def test_a_connection_that_answered_twice_to_one_request_is_not_reused(transport):
+    server = await serving(lambda n: ok() + ok(b"unasked") if n == 1 else ok(b"second"))
+    assert (await post(transport, server)).body == b'{"result": 1}'
+    await asyncio.sleep(0.05)
+    assert (await post(transport, server)).body == b"second"
+    if isinstance(transport, Http11Transport):
+        assert server.connections == 2
+
+
 async def test_status_reason_and_the_retry_headers_are_reported(transport):
     server = await serving(lambda n: b"HTTP/1.1 429 Slow Down\r\nRetry-After: 7\r\n"
                                      b"Date: Mon, 30 Nov 2026 00:00:00 GMT\r\nX-Other: 1\r\n"
