@@ -4,7 +4,7 @@ per call.
 Two implementations behind one protocol, chosen by JOBWIRE_DISPATCH_CLIENT:
 - Http11Transport (default): app.handlers.http11, a small HTTP/1.1 client on asyncio protocols
   and httptools. Measured here against the benchmark's no-op handler, 64 calls in flight:
-  ~130 µs of client CPU per call against aiohttp's ~320 µs (bench/README.md).
+  ~110–130 µs of client CPU per call against aiohttp's ~320–350 µs (`python -m bench.http_clients`).
 - AiohttpTransport: one aiohttp ClientSession; the fallback, should a handler need what the
   small client does not do (a proxy, compressed replies).
 Not httpx: ~580 POST/s per process here (httpx pegs the CPU; encode/httpx#3215).
