@@ -28,7 +28,15 @@ from bench.stats import median_of, summarise
 from bench.target import Target, register_handlers
 
 
-STEPS = ("enqueue_single", "enqueue_batch", "drain_sync", "drain_callback", "idle_latency")
+SUMMARY_KEYS = {
+    "enqueue_single": ["jobs_per_s", "client_cpu_share"],
+    "enqueue_batch": ["jobs_per_s", "client_cpu_share"],
+    "drain_sync": ["jobs_per_s", "seconds", "peak_rss_mb"],
+    "drain_callback": ["jobs_per_s", "seconds", "peak_rss_mb"],
+    "idle_latency": ["p50_ms", "p95_ms", "p99_ms", "max_ms"],
+}
+# The Jobwire steps --only can name (besides claim_cost and drain_rss), in the order they run.
+STEPS = tuple(SUMMARY_KEYS)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -72,15 +80,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def log(msg: str) -> None:
     print(f"[bench {datetime.now().strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-SUMMARY_KEYS = {
-    "enqueue_single": ["jobs_per_s", "client_cpu_share"],
-    "enqueue_batch": ["jobs_per_s", "client_cpu_share"],
-    "drain_sync": ["jobs_per_s", "seconds", "peak_rss_mb"],
-    "drain_callback": ["jobs_per_s", "seconds", "peak_rss_mb"],
-    "idle_latency": ["p50_ms", "p95_ms", "p99_ms", "max_ms"],
-}
 
 
 def wanted(args: argparse.Namespace, step: str) -> bool:
