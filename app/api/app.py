@@ -23,6 +23,7 @@ from app.api import (
 )
 from app.api.auth import require_api_key
 from app.api.body import BodyLimitMiddleware
+from app.api.hot import HotRoutes
 from app.api.schemas import problems
 
 DESCRIPTION = """\
@@ -57,4 +58,5 @@ def create_api(
     app.include_router(callbacks)
     app.include_router(routes_health.router)
     app.add_middleware(BodyLimitMiddleware, limit=max_request_bytes)
+    app.add_middleware(HotRoutes, limit=max_request_bytes)  # outermost: before the body cap's wrapping
     return app

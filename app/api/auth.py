@@ -10,7 +10,11 @@ from app.domain.errors import Unauthenticated
 
 
 def bearer_token(request: Request) -> str | None:
-    header = request.headers.get("authorization")
+    return bearer_from(request.headers.get("authorization"))
+
+
+def bearer_from(header: str | None) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header value."""
     if not header:
         return None
     scheme, _, token = header.partition(" ")
@@ -24,10 +28,14 @@ async def require_api_key(request: Request) -> None:
 
 
 def check_api_key(request: Request) -> None:
-    keys: tuple[bytes, ...] = request.app.state.api_keys
+    check_key(request.app.state.api_keys, request.headers.get("authorization"))
+
+
+def check_key(keys: tuple[bytes, ...], authorization: str | None) -> None:
+    """Raises Unauthenticated unless keys are open (none configured) or the header holds one."""
     if not keys:
         return
-    token = bearer_token(request)
+    token = bearer_from(authorization)
     if token is None:
         raise Unauthenticated("an API key is required: Authorization: Bearer <key>")
     given = token.encode()

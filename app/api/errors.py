@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI
@@ -57,51 +57,43 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, str]]:
     return errors
 
 
-def _plain_problem(status: int) -> Callable[[Request, Exception], Awaitable[Response]]:
-    async def handle(_: Request, exc: Exception) -> Response:
-        return problem(status, str(exc))
-    return handle
+# Domain errors that map to a status and their own message.
+_STATUSES: dict[type[Exception], int] = {
+    NotFound: 404, InvalidTransition: 409, StaleAttempt: 409, Conflict: 409, Forbidden: 403,
+}
+
+
+def problem_for(exc: Exception, request: Request | None = None) -> Response:
+    """The problem document answering an exception a route or a service raised. Anything not
+    named here is a bug: logged, and answered 500 (a connection-level failure: 503)."""
+    if isinstance(exc, RequestValidationError):
+        errors = _validation_errors(exc)
+        return problem(422, "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5]), errors=errors)
+    if isinstance(exc, ValidationFailed):
+        return problem(422, str(exc), errors=[{"field": e.field, "message": e.message} for e in exc.errors])
+    if isinstance(exc, PayloadTooLarge):
+        return problem(413, str(exc), errors=[{"field": exc.field, "message": str(exc).split(": ", 1)[1]}])
+    for error, status in _STATUSES.items():
+        if isinstance(exc, error):
+            return problem(status, str(exc))
+    if isinstance(exc, Unauthenticated):
+        return problem(401, str(exc), headers={"www-authenticate": "Bearer"})
+    # Connection-level failures that escaped a transaction are an outage, not a bug.
+    if isinstance(exc, (DatabaseUnavailable, OSError, ConnectionError)):
+        return problem(503, "the database is unreachable; retry shortly", headers={"retry-after": "5"})
+    if isinstance(exc, StarletteHTTPException):
+        detail = exc.detail if isinstance(exc.detail, str) else "request refused"
+        return problem(exc.status_code, detail, headers=getattr(exc, "headers", None))
+    where = f" on {request.method} {request.url.path}" if request is not None else ""
+    log.error("unhandled error%s", where, exc_info=exc)
+    return problem(500, "internal error", title="Internal server error")
+
+
+async def _handle(request: Request, exc: Exception) -> Response:
+    return problem_for(exc, request)
 
 
 def install(app: FastAPI) -> None:
-    @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, exc: RequestValidationError) -> Response:
-        errors = _validation_errors(exc)
-        return problem(422, "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5]), errors=errors)
-
-    @app.exception_handler(ValidationFailed)
-    async def _failed(_: Request, exc: ValidationFailed) -> Response:
-        errors = [{"field": e.field, "message": e.message} for e in exc.errors]
-        return problem(422, str(exc), errors=errors)
-
-    @app.exception_handler(PayloadTooLarge)
-    async def _too_large(_: Request, exc: PayloadTooLarge) -> Response:
-        return problem(413, str(exc), errors=[{"field": exc.field, "message": str(exc).split(": ", 1)[1]}])
-
-    # Domain errors that map to a status and their own message.
-    statuses: dict[type[Exception], int] = {
-        NotFound: 404, InvalidTransition: 409, StaleAttempt: 409, Conflict: 409, Forbidden: 403,
-    }
-    for error, status in statuses.items():
-        app.add_exception_handler(error, _plain_problem(status))
-
-    @app.exception_handler(Unauthenticated)
-    async def _unauthenticated(_: Request, exc: Unauthenticated) -> Response:
-        return problem(401, str(exc), headers={"www-authenticate": "Bearer"})
-
-    @app.exception_handler(DatabaseUnavailable)
-    async def _unavailable(_: Request, exc: DatabaseUnavailable) -> Response:
-        return problem(503, "the database is unreachable; retry shortly", headers={"retry-after": "5"})
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> Response:
-        detail = exc.detail if isinstance(exc.detail, str) else "request refused"
-        return problem(exc.status_code, detail, headers=getattr(exc, "headers", None))
-
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> Response:
-        # Connection-level failures that escaped a transaction are an outage, not a bug.
-        if isinstance(exc, (OSError, ConnectionError)):
-            return problem(503, "the database is unreachable; retry shortly", headers={"retry-after": "5"})
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return problem(500, "internal error", title="Internal server error")
+    for error in (RequestValidationError, ValidationFailed, PayloadTooLarge, *_STATUSES, Unauthenticated,
+                  DatabaseUnavailable, StarletteHTTPException, Exception):
+        app.add_exception_handler(error, _handle)

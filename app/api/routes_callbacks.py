@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Request
 from starlette.responses import Response
@@ -36,6 +36,13 @@ router = APIRouter(prefix="/v1/executions", tags=["callbacks"], route_class=Stri
 async def complete(execution_id: UUID, body: CompleteIn, request: Request,
                    s: Services = Depends(services)) -> Response:
     """Report the outcome of an accepted (202) attempt. One that cannot apply is a 200 no-op."""
+    view, status = await complete_attempt(s, execution_id, body, bearer_token(request))
+    return FastJSON(view, status_code=status)
+
+
+async def complete_attempt(s: Services, execution_id: UUID, body: CompleteIn,
+                           token: str | None) -> tuple[dict[str, Any], int]:
+    """The operation, shared with the route served below the framework (app/api/hot.py)."""
     completion = Completion(
         succeeded=body.outcome == "succeeded",
         result=body.result,
@@ -43,8 +50,7 @@ async def complete(execution_id: UUID, body: CompleteIn, request: Request,
         error_type=body.error.type if body.error else None,
         retryable=body.retryable,
     )
-    execution = await s.callbacks.complete(execution_id, bearer_token(request), completion)
-    return FastJSON(execution_view(execution))
+    return execution_view(await s.callbacks.complete(execution_id, token, completion)), 200
 
 
 @router.post("/{execution_id}/progress", response_model=CancelRequested)

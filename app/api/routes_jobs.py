@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header
 from starlette.responses import Response
@@ -34,13 +34,8 @@ async def enqueue(
     s: Services = Depends(services),
 ) -> Response:
     """Enqueue one job. A repeated idempotency key with the same body answers 200 with the first execution."""
-    if idempotency_key is not None:
-        if not is_valid_name(idempotency_key):
-            raise ValidationFailed([FieldError("Idempotency-Key", "must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$")])
-        if body.idempotency_key is not None and body.idempotency_key != idempotency_key:
-            raise ValidationFailed([FieldError("idempotency_key", "differs from the Idempotency-Key header")])
-    [done] = await s.enqueue.enqueue([body.to_new_job(idempotency_key, valid_traceparent(traceparent))])
-    return FastJSON(execution_view(done.execution), status_code=201 if done.created else 200)
+    view, status = await enqueue_one(s, body, idempotency_key, traceparent)
+    return FastJSON(view, status_code=status)
 
 
 @router.post("/batch", response_model=BatchOut, status_code=201, responses=problems(413))
@@ -50,6 +45,24 @@ async def enqueue_batch(
     s: Services = Depends(services),
 ) -> Response:
     """Enqueue 1–1,000 jobs atomically: one invalid item rejects all, naming it (`jobs[i]…`)."""
+    view, status = await enqueue_many(s, body, traceparent)
+    return FastJSON(view, status_code=status)
+
+
+# The operations, shared with the routes served below the framework (app/api/hot.py).
+
+async def enqueue_one(s: Services, body: JobIn, idempotency_key: str | None,
+                      traceparent: str | None) -> tuple[dict[str, Any], int]:
+    if idempotency_key is not None:
+        if not is_valid_name(idempotency_key):
+            raise ValidationFailed([FieldError("Idempotency-Key", "must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$")])
+        if body.idempotency_key is not None and body.idempotency_key != idempotency_key:
+            raise ValidationFailed([FieldError("idempotency_key", "differs from the Idempotency-Key header")])
+    [done] = await s.enqueue.enqueue([body.to_new_job(idempotency_key, valid_traceparent(traceparent))])
+    return execution_view(done.execution), 201 if done.created else 200
+
+
+async def enqueue_many(s: Services, body: BatchIn, traceparent: str | None) -> tuple[dict[str, Any], int]:
     trace = valid_traceparent(traceparent)
     done = await s.enqueue.enqueue([job.to_new_job(traceparent=trace) for job in body.jobs], field_prefix="jobs")
-    return FastJSON({"items": [execution_view(d.execution) for d in done]}, status_code=201)
+    return {"items": [execution_view(d.execution) for d in done]}, 201

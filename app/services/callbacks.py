@@ -18,6 +18,7 @@ from app.domain.executions import ErrorType, Execution, Outcome, OutcomeKind
 from app.domain.logs import LogEntry
 from app.domain.signing import callback_token, new_server_key, verify_callback_token
 from app.domain.steps import Step
+from app.services.grouping import Group
 from app.services.outcomes import OutcomeService
 
 SERVER_KEY = "callback_server_key"
@@ -56,6 +57,17 @@ class CallbackService:
         self.executions = executions or ExecutionRepository()
         self.logs = logs or LogRepository()
         self.steps = steps or StepRepository()
+        # Success callbacks that arrive together share a statement and a commit.
+        self._successes: Group[tuple[UUID, int, Any], Execution | None] = Group(
+            self._succeed_each, self._succeed_one)
+
+    async def _succeed_each(self, items: Sequence[tuple[UUID, int, Any]]) -> list[Execution | None]:
+        async with self.db.autocommit() as conn:
+            return await self.outcomes.succeed_each(conn, items)
+
+    async def _succeed_one(self, item: tuple[UUID, int, Any]) -> Execution | None:
+        [changed] = await self._succeed_each([item])
+        return changed
 
     def token_for(self, execution_id: UUID, attempt: int) -> str:
         return callback_token(self.server_key, execution_id, attempt)
@@ -124,11 +136,11 @@ class CallbackService:
     async def complete(self, execution_id: UUID, token: str | None, completion: Completion) -> Execution:
         attempt = self.authorize(execution_id, token)
         if completion.succeeded:
-            # The common case in one statement, one round trip: the write is guarded on the
-            # token's attempt, so when it applies the execution exists at that attempt. When it
-            # does not, the transaction below says why (404, 409, or an idempotent no-op).
-            async with self.db.autocommit() as conn:
-                changed = await self.outcomes.succeed(conn, execution_id, attempt, completion.result)
+            # The common case in one statement, one round trip, shared with the success
+            # callbacks that arrive meanwhile: the write is guarded on the token's attempt, so
+            # when it applies the execution exists at that attempt. When it does not, the
+            # transaction below says why (404, 409, or an idempotent no-op).
+            changed = await self._successes((execution_id, attempt, completion.result))
             if changed is not None:
                 return changed
         async with self.db.transaction() as conn:

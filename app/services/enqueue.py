@@ -11,6 +11,7 @@ from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.domain.errors import FieldError, PayloadTooLarge, ValidationFailed
 from app.domain.executions import Execution, NewJob
+from app.services.grouping import Group
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,8 @@ class EnqueueService:
         self.db = db
         self.limits = limits
         self.executions = executions or ExecutionRepository()
+        # Single-job enqueues that arrive together share a statement, a commit and a NOTIFY.
+        self._singles: Group[NewJob, Enqueued] = Group(self._insert, self._insert_one)
 
     async def enqueue(self, jobs: Sequence[NewJob], *, field_prefix: str | None = None) -> list[Enqueued]:
         """Insert every job or none. `field_prefix` names items in errors (`jobs` → `jobs[3].handler`;
@@ -46,21 +49,37 @@ class EnqueueService:
         One statement (jobwire_enqueue in the database, the path applications share) checks the
         handlers, applies defaults and stateful handlers, resolves idempotency keys (a key stored
         with the same request → that execution, created=False; with another → 422), writes the
-        events and NOTIFYs the dispatchers on commit.
+        events and NOTIFYs the dispatchers on commit. Concurrent single-job calls share one
+        (app/services/grouping.py): each is still atomic on its own, and answered as if alone.
         """
         for i, job in enumerate(jobs):
             size = job_size(job)
             if size > self.limits.max_payload_bytes:
                 raise PayloadTooLarge(field=f"{field_prefix}[{i}]" if field_prefix else "job",
                                       size=size, limit=self.limits.max_payload_bytes)
+        if len(jobs) == 1 and field_prefix is None:
+            return [await self._singles(jobs[0])]
         try:
-            # One statement, atomic on its own: no BEGIN and COMMIT round trips.
-            async with self.db.autocommit() as conn:
-                done = await self.executions.enqueue(conn, jobs)
+            return await self._insert(jobs)
         except ValidationFailed as exc:
-            renamed = [FieldError(_rename(e.field, field_prefix), e.message) for e in exc.errors]
-            raise ValidationFailed(renamed) from None
+            raise _renamed(exc, field_prefix) from None
+
+    async def _insert(self, jobs: Sequence[NewJob]) -> list[Enqueued]:
+        # One statement, atomic on its own: no BEGIN and COMMIT round trips.
+        async with self.db.autocommit() as conn:
+            done = await self.executions.enqueue(conn, jobs)
         return [Enqueued(execution, created) for execution, created in done]
+
+    async def _insert_one(self, job: NewJob) -> Enqueued:
+        try:
+            [done] = await self._insert([job])
+        except ValidationFailed as exc:
+            raise _renamed(exc, None) from None
+        return done
+
+
+def _renamed(exc: ValidationFailed, prefix: str | None) -> ValidationFailed:
+    return ValidationFailed([FieldError(_rename(e.field, prefix), e.message) for e in exc.errors])
 
 
 def _rename(field: str, prefix: str | None) -> str:

@@ -134,5 +134,12 @@ class OutcomeService:
     async def succeed(self, conn: Any, execution_id: UUID, attempt: int, result: Any) -> Execution | None:
         """Record one success (waking the dispatchers when it frees work); None when the attempt
         may no longer succeed."""
-        done = await self.executions.succeed_many(conn, [(execution_id, attempt, result)], self.db.notify_channel)
-        return done[0] if done else None
+        [done] = await self.succeed_each(conn, [(execution_id, attempt, result)])
+        return done
+
+    async def succeed_each(self, conn: Any, items: Sequence[tuple[UUID, int, Any]]) -> list[Execution | None]:
+        """Record successes (id, attempt, result) in one statement: per item the execution it
+        changed, or None where the attempt may no longer succeed (and for an execution named
+        again later in `items`: the first of them applied, if any did)."""
+        changed = {e.id: e for e in await self.executions.succeed_many(conn, items, self.db.notify_channel)}
+        return [changed.pop(execution_id, None) for execution_id, _, _ in items]

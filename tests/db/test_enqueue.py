@@ -187,3 +187,38 @@ async def test_many_concurrent_enqueues_with_one_key_create_one_execution(db: Da
     assert len({r.execution.id for r in outcomes}) == 1
     assert await scalar(db, "SELECT count(*) FROM job_executions") == 1
     assert await scalar(db, "SELECT count(*) FROM job_events") == 1
+
+
+async def test_concurrent_single_enqueues_share_statements_yet_each_refusal_is_its_own(
+        db: Database, service: EnqueueService) -> None:
+    # 30 calls at once: the first two run alone, the other 28 wait and share one statement,
+    # which the unknown handlers among them make fail; each is then answered as if alone.
+    jobs = [NewJob(handler="nope" if i % 5 == 0 else "h", job_id=f"j{i}") for i in range(30)]
+    results = await asyncio.gather(*(service.enqueue([job]) for job in jobs), return_exceptions=True)
+    for job, result in zip(jobs, results, strict=True):
+        if job.handler == "nope":
+            assert isinstance(result, ValidationFailed)
+            assert [(e.field, e.message) for e in result.errors] == [
+                ("handler", "no handler named 'nope' is registered")]
+        else:
+            assert not isinstance(result, BaseException), result
+            [done] = result
+            assert done.created and done.execution.job_id == job.job_id
+    assert await scalar(db, "SELECT count(*) FROM job_executions") == 24
+    assert await scalar(db, "SELECT count(*) FROM job_events") == 24
+
+
+async def test_concurrent_single_enqueues_of_one_key_with_two_bodies_keep_one_and_refuse_the_other(
+        db: Database, service: EnqueueService) -> None:
+    calls = [keyed("contested", {"body": i % 2}) for i in range(12)]
+    results = await asyncio.gather(*(service.enqueue([job]) for job in calls), return_exceptions=True)
+    [stored] = {r[0].execution.id for r in results if not isinstance(r, BaseException)}
+    kept = await scalar(db, "SELECT payload FROM job_executions WHERE id = :id", id=stored)
+    for job, result in zip(calls, results, strict=True):
+        if job.payload == kept:
+            assert not isinstance(result, BaseException), result
+            assert result[0].execution.id == stored
+        else:
+            assert isinstance(result, ValidationFailed) and result.errors[0].field == "idempotency_key"
+    assert sum(1 for r in results if not isinstance(r, BaseException) and r[0].created) == 1
+    assert await scalar(db, "SELECT count(*) FROM job_executions") == 1

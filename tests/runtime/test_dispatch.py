@@ -281,3 +281,22 @@ async def test_redirects_are_not_followed(api, handler):
     dead = await wait_for_state(api, job["id"], "DEAD_LETTER")
     assert "302" in dead["last_error"]
     assert all(h.get("webhook-id") for h in handler.headers) and len(handler.received) == 1
+
+
+async def test_concurrent_success_callbacks_each_apply_once_and_duplicates_are_no_ops(api, handler, db):
+    # 40 callbacks at once (two per job, different results): they share statements, and each
+    # job still ends with one success, one event, and both callers told the stored result.
+    await register(api, "slow", handler.route("/slow", status(202)))
+    batch = await api.post("/v1/jobs/batch", json={"jobs": [{"handler": "slow"} for _ in range(20)]})
+    assert batch.status_code == 201, batch.text
+    await handler.wait_for(20)
+    calls = [(sent, {"from": side}) for sent in handler.received for side in ("a", "b")]
+    replies = await asyncio.gather(*(complete(api, sent, outcome="succeeded", result=result)
+                                     for sent, result in calls))
+    assert all(r.status_code == 200 and r.json()["state"] == "SUCCEEDED" for r in replies), replies
+    for sent in handler.received:
+        stored = (await api.get(f"/v1/executions/{sent['execution_id']}")).json()["result"]
+        assert stored in ({"from": "a"}, {"from": "b"})
+        told = [r.json()["result"] for r in replies if r.json()["id"] == sent["execution_id"]]
+        assert told == [stored, stored]
+        assert await events(db, sent["execution_id"]) == [("ENQUEUED", 0), ("PROCESSING", 0), ("SUCCEEDED", 0)]
