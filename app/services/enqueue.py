@@ -49,8 +49,9 @@ class EnqueueService:
         One statement (jobwire_enqueue in the database, the path applications share) checks the
         handlers, applies defaults and stateful handlers, resolves idempotency keys (a key stored
         with the same request → that execution, created=False; with another → 422), writes the
-        events and NOTIFYs the dispatchers on commit. Concurrent single-job calls share one
-        (app/services/grouping.py): each is still atomic on its own, and answered as if alone.
+        events and NOTIFYs the dispatchers on commit. Concurrent single-job calls without an
+        idempotency key share one (app/services/grouping.py): each is still atomic on its own,
+        and answered as if alone.
         """
         for i, job in enumerate(jobs):
             size = job_size(job)
@@ -58,7 +59,11 @@ class EnqueueService:
                 raise PayloadTooLarge(field=f"{field_prefix}[{i}]" if field_prefix else "job",
                                       size=size, limit=self.limits.max_payload_bytes)
         if len(jobs) == 1 and field_prefix is None:
-            return [await self._singles(jobs[0])]
+            if jobs[0].idempotency_key is None:
+                return [await self._singles(jobs[0])]
+            # Alone: a key may wait for another transaction that holds it (an application's
+            # transactional enqueue), and a group would wait with it.
+            return [await self._insert_one(jobs[0])]
         try:
             return await self._insert(jobs)
         except ValidationFailed as exc:

@@ -4,6 +4,7 @@ input with a clear error naming every field at fault (SQLSTATE 22023, DETAIL as 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -15,6 +16,7 @@ from sqlalchemy.engine import make_url
 
 from app.db.database import Database
 from app.db.handlers import HandlerRepository
+from app.db.queues import QueueRepository
 from app.domain.errors import ValidationFailed
 from app.domain.executions import NewJob
 from app.domain.signing import new_handler_secret
@@ -227,3 +229,38 @@ async def test_an_idempotency_key_reused_with_another_body_is_refused(conn) -> N
 async def test_an_argument_that_is_not_an_array_is_refused(conn, argument: str) -> None:
     with pytest.raises(asyncpg.InvalidParameterValueError, match="jobs must be a JSON array"):
         await conn.fetch("SELECT * FROM jobwire_enqueue($1::jsonb)", argument)
+
+
+async def wakes_dispatchers(conn: asyncpg.Connection, db: Database, *jobs: Any) -> bool:
+    """Whether enqueueing these jobs NOTIFYs the dispatchers. A sentinel NOTIFY sent after the
+    enqueue committed arrives after any the enqueue sent (they are delivered in commit order)."""
+    got: list[str] = []
+    sentinel = asyncio.Event()
+
+    def heard(_conn: object, _pid: int, _channel: str, payload: str) -> None:
+        got.append(payload)
+        if payload == "sentinel":
+            sentinel.set()
+
+    await conn.add_listener(db.notify_channel, heard)
+    try:
+        await enqueue(conn, *jobs)
+        await conn.execute("SELECT pg_notify($1, 'sentinel')", db.notify_channel)
+        await asyncio.wait_for(sentinel.wait(), 5)
+    finally:
+        await conn.remove_listener(db.notify_channel, heard)
+    return got != ["sentinel"]
+
+
+async def test_enqueue_wakes_the_dispatchers_only_for_work_they_may_claim_now(conn, db: Database) -> None:
+    async with db.transaction() as c:
+        await QueueRepository().set_paused(c, "held", True)
+    assert await wakes_dispatchers(conn, db, {"handler": "h"})
+    assert await wakes_dispatchers(conn, db, {"handler": "h", "delay_seconds": 0})
+    assert not await wakes_dispatchers(conn, db, {"handler": "h", "run_at": "2999-01-01T00:00:00Z"})
+    assert not await wakes_dispatchers(conn, db, {"handler": "h", "delay_seconds": 60})
+    assert not await wakes_dispatchers(conn, db, {"handler": "h", "queue": "held"})
+    assert await wakes_dispatchers(conn, db, {"handler": "h", "queue": "held"}, {"handler": "h", "queue": "open"})
+    # A key that returns the execution stored before inserts nothing: nothing new to claim.
+    assert await wakes_dispatchers(conn, db, {"handler": "h", "idempotency_key": "once"})
+    assert not await wakes_dispatchers(conn, db, {"handler": "h", "idempotency_key": "once"})

@@ -3,6 +3,7 @@ exactly one event per committed state change, written in the same transaction.""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -449,3 +450,32 @@ async def test_event_records_the_state_and_attempt_it_describes(db: Database, ha
     assert failed["job_id"] == "j" and failed["job_type"] == "DELAYED" and failed["queue"] == "default"
     assert failed["handler"] == "h"
     assert datetime.fromisoformat(failed["created_at"]).tzinfo is not None
+
+
+async def successes(db: Database, items: list[tuple[uuid.UUID, int]]) -> None:
+    async with db.transaction() as conn:
+        await repo.succeed_many(conn, [(i, a, {"ok": True}) for i, a in items], db.notify_channel)
+
+
+async def releases(db: Database, items: list[tuple[uuid.UUID, int]]) -> None:
+    async with db.transaction() as conn:
+        await repo.release_to_handler(conn, "node-1", items)
+
+
+async def test_batches_over_the_same_rows_in_opposite_orders_wait_instead_of_deadlocking(
+        db: Database, handler: str) -> None:
+    # A group of completion callbacks and the dispatcher's release of 202s may name the same
+    # rows at once, each in its own order: both lock their rows in id order, so one waits.
+    service = EnqueueService(db, EnqueueLimits(max_payload_bytes=1_048_576))
+    for n in range(5):
+        await service.enqueue([NewJob(handler="h", job_id=f"r{n}-{i}") for i in range(200)], field_prefix="jobs")
+        async with db.transaction() as conn:
+            claimed = await repo.claim(conn, "node-1", 200, [], default_timeout=60.0)
+        items = [(job.id, job.attempt) for job in claimed]
+        # Both batches at once, each on its own connection, in opposite orders; a deadlock raises here.
+        await asyncio.gather(successes(db, items), releases(db, list(reversed(items))))
+    async with db.transaction() as conn:
+        states = dict((await conn.execute(text("SELECT state, count(*) FROM job_executions GROUP BY state"))).all())
+        succeeded = (await conn.execute(text(
+            "SELECT count(*) FROM job_events WHERE event->>'new_state' = 'SUCCEEDED'"))).scalar_one()
+    assert states == {"SUCCEEDED": 1000} and succeeded == 1000

@@ -28,6 +28,14 @@ SELECT id, job_id, job_type, handler, queue, attempt, max_attempts, CAST(payload
        started_at, deadline_at, seconds_left, handler_url, handler_secret
 FROM jobwire_claim(:node, :n, :default_timeout, CAST(:queues AS text[]))
 
+-- fragment: locked
+-- The rows of a batch (:ids), locked in id order before they are written. Two batches over the
+-- same rows (the dispatcher's outcomes, a group of completion callbacks) then wait for each
+-- other; locked in whatever order their plans reach the rows, they could deadlock.
+locked AS MATERIALIZED (
+    SELECT e.id FROM job_executions e WHERE e.id = ANY(CAST(:ids AS uuid[])) ORDER BY e.id FOR UPDATE
+)
+
 -- fragment: succeed
 -- Record successes in one statement. Guarded per row: the attempt must be current, and a
 -- success wins over PROCESSING, ABANDONED, and a DEAD_LETTER reached by abandoning.
@@ -38,11 +46,11 @@ FROM jobwire_claim(:node, :n, :default_timeout, CAST(:queues AS text[]))
 WITH input AS (
     SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:attempts AS int[]), CAST(:results AS text[]))
         AS i(id, attempt, result)
-), u AS (
+), $locked, u AS (
     UPDATE job_executions e
     SET state = 'SUCCEEDED', result = CAST(input.result AS jsonb), completed_at = now(), updated_at = now(),
         locked_by = NULL
-    FROM input
+    FROM input JOIN locked ON locked.id = input.id
     WHERE e.id = input.id AND e.attempt = input.attempt
       AND (e.state = ANY(CAST(:from_states AS text[]))
            AND (e.state <> 'DEAD_LETTER' OR e.error_type LIKE 'abandoned\_%'))
@@ -79,10 +87,10 @@ SELECT count(*) AS succeeded, (SELECT count(*) FROM wake) AS woke FROM u
 -- Parallel arrays, as executions_succeed (an index plan even when generic).
 WITH input AS (
     SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:attempts AS int[])) AS i(id, attempt)
-)
+), $locked
 UPDATE job_executions e
 SET locked_by = NULL, updated_at = now()
-FROM input
+FROM input JOIN locked ON locked.id = input.id
 WHERE e.id = input.id AND e.attempt = input.attempt AND e.state = 'PROCESSING'
   AND e.locked_by = :node
 RETURNING e.id
