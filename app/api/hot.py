@@ -108,7 +108,9 @@ class HotRoutes:
         path: str = scope["path"]
         root = scope.get("root_path", "")
         found = match(path[len(root):] if root and path.startswith(root) else path)
-        headers: Headers = dict(scope["headers"])
+        headers: Headers = {}
+        for name, value in scope["headers"]:
+            headers.setdefault(name, value)  # the first of a repeated header, as Starlette reads it
         declared = headers.get(b"content-length", b"0")
         if (found is None or not _is_json(headers.get(b"content-type")) or not declared.isdigit()
                 or int(declared) > self.limit):
@@ -125,7 +127,7 @@ class HotRoutes:
         body, more = await self._read(receive)
         if body is None:  # the client went away
             return
-        document = None if more else _parse(route, body)
+        document = None if more or len(body) > self.limit else _parse(route, body)
         if document is None:
             await self.app(scope, _replay(body, more, receive), send)
             return
@@ -141,7 +143,7 @@ class HotRoutes:
         await send({"type": "http.response.body", "body": content})
 
     async def _read(self, receive: Receive) -> tuple[bytes | None, bool]:
-        """The body, and whether more of it is still to come (it passed the cap)."""
+        """The body, and whether more of it is still to come (it passed the cap midway)."""
         chunks: list[bytes] = []
         size = 0
         while True:

@@ -392,6 +392,22 @@ async def test_body_over_max_request_bytes_sent_chunked_is_413(small: httpx.Asyn
     await assert_nothing_stored(small)
 
 
+async def test_body_whose_last_chunk_passes_max_request_bytes_is_413(small: httpx.AsyncClient) -> None:
+    # A valid job, small enough (max_payload_bytes=100) but padded with JSON whitespace past
+    # max_request_bytes=1000 in its final chunk: refused by size, never stored.
+    body = b'{"handler": "h",' + b" " * 1000 + f'"run_at": "{FAR_FUTURE}"}}'.encode()
+    half = len(body) // 2
+    assert half < 1000 < len(body)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield body[:half]
+        yield body[half:]
+
+    response = await small.post("/v1/jobs", content=chunks(), headers={"content-type": "application/json"})
+    problem_fields(response, 413)
+    await assert_nothing_stored(small)
+
+
 async def test_body_under_max_request_bytes_sent_chunked_is_accepted(small: httpx.AsyncClient) -> None:
     body = orjson.dumps(job(payload="fits"))
 
