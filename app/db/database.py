@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import asyncpg
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -26,8 +27,10 @@ def _sqlstate(exc: BaseException) -> str | None:
 
 
 def is_connection_problem(exc: BaseException) -> bool:
-    if isinstance(exc, (OSError, ConnectionError, InterfaceError)):
+    if isinstance(exc, (OSError, ConnectionError, InterfaceError, asyncpg.InterfaceError)):
         return True
+    if isinstance(exc, asyncpg.PostgresError):  # from a statement run on the driver itself
+        return str(exc.sqlstate or "").startswith(_UNAVAILABLE_PREFIXES)
     if isinstance(exc, DBAPIError):
         if exc.connection_invalidated or isinstance(exc, OperationalError):
             return True
@@ -71,8 +74,10 @@ class Database:
                     yield conn
             else:
                 yield conn
-        except (DBAPIError, OSError, ConnectionError) as exc:
+        except (DBAPIError, OSError, ConnectionError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             if is_connection_problem(exc):
+                if not isinstance(exc, DBAPIError):  # the driver's own: SQLAlchemy does not know
+                    await _invalidate(conn, exc)
                 raise DatabaseUnavailable(_first_line(exc)) from exc
             raise
         finally:
@@ -83,6 +88,17 @@ class Database:
 
     async def dispose(self) -> None:
         await self.engine.dispose()
+
+
+async def _invalidate(conn: AsyncConnection, exc: BaseException) -> None:
+    """What SQLAlchemy does on a disconnect it sees itself (Connection._handle_dbapi_exception):
+    this connection, and every pooled one opened before it, is replaced; a restarted server
+    dropped them all, and each would otherwise fail one request before the pool learns it."""
+    try:
+        fairy = await conn.get_raw_connection()
+        conn.sync_engine.pool._invalidate(fairy, exc)
+    except Exception:  # already gone: nothing more to do
+        pass
 
 
 def _first_line(exc: BaseException) -> str:

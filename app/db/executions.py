@@ -14,17 +14,20 @@ import orjson
 from sqlalchemy import bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import UUID as UUID_TYPE
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.types import Text
 
 from app.db.queries import EXECUTION_COLUMNS, load
-from app.db.rows import to_claimed, to_execution
+from app.db.raw import RawStatement, fetch
+from app.db.rows import claimed_from, execution_from, to_execution
 from app.domain import states
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.executions import ClaimedJob, Execution, ListFilter, NewJob
 
 Q = load("executions.sql")
+# What every job runs, straight through asyncpg on an autocommit connection (app/db/raw.py).
+ENQUEUE = RawStatement(Q["executions_insert"])
+CLAIM = RawStatement(Q["executions_claim"])
 
 
 def _json(value: Any) -> str:
@@ -57,10 +60,12 @@ def _job_document(job: NewJob) -> dict[str, Any]:
     return doc
 
 
-def _enqueue_refusal(exc: DBAPIError) -> ValidationFailed | None:
+def _enqueue_refusal(exc: Exception) -> ValidationFailed | None:
     """jobwire_enqueue's refusal (SQLSTATE 22023, CONSTRAINT jobwire_enqueue, the fields at fault
-    as JSON in DETAIL) as the domain's ValidationFailed; None for any other error."""
-    for candidate in (exc.orig, getattr(exc.orig, "__cause__", None)):
+    as JSON in DETAIL) as the domain's ValidationFailed; None for any other error. The driver's
+    error comes as it is (app/db/raw.py) or wrapped by SQLAlchemy."""
+    orig = getattr(exc, "orig", None)
+    for candidate in (exc, orig, getattr(orig, "__cause__", None)):
         if getattr(candidate, "constraint_name", None) == "jobwire_enqueue":
             try:
                 errors = orjson.loads(candidate.detail)  # type: ignore[union-attr]
@@ -80,13 +85,13 @@ class ExecutionRepository:
         request). Raises ValidationFailed naming `jobs[i].field` for what the function refuses
         (an unregistered handler, a key reused with another request body, …)."""
         try:
-            rows = list(await conn.execute(Q["executions_insert"], {"jobs": _json([_job_document(j) for j in jobs])}))
-        except DBAPIError as exc:
+            rows = await fetch(conn, ENQUEUE, {"jobs": _json([_job_document(j) for j in jobs])})
+        except Exception as exc:
             refusal = _enqueue_refusal(exc)
             if refusal is None:
                 raise
             raise refusal from None
-        return [(to_execution(r), bool(r._mapping["created"])) for r in rows]
+        return [(execution_from(r), bool(r["created"])) for r in rows]
 
     async def insert_many(self, conn: AsyncConnection, jobs: Sequence[NewJob]) -> list[Execution | None]:
         """As enqueue; per input position the new execution, or None where an idempotency key
@@ -142,7 +147,7 @@ class ExecutionRepository:
         holder's committed claim. Run it on an autocommit connection and the locks end with it."""
         params = {"node": node, "n": n, "default_timeout": float(default_timeout),
                   "queues": list(queues) if queues else None}
-        return [to_claimed(r) for r in await conn.execute(Q["executions_claim"], params)]
+        return [claimed_from(r) for r in await fetch(conn, CLAIM, params)]
 
     async def succeed_many(
         self, conn: AsyncConnection, items: Sequence[tuple[UUID, int, Any]], channel: str

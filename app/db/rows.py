@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -22,7 +23,11 @@ def to_progress(value: Any) -> Progress:
 
 
 def to_execution(row: Any) -> Execution:
-    m = row._mapping
+    return execution_from(row._mapping)
+
+
+def execution_from(m: Mapping[str, Any]) -> Execution:
+    """An execution from a row as a mapping (SQLAlchemy's RowMapping, asyncpg's Record)."""
     return Execution(
         id=m["id"],
         job_id=m["job_id"],
@@ -56,10 +61,9 @@ def _embedded_json(text: str | None) -> orjson.Fragment | None:
     return None if text is None else orjson.Fragment(text)
 
 
-def to_claimed(row: Any) -> ClaimedJob:
-    """A claimed row whose payload, parameters and metadata came as JSON text: they are kept as
-    orjson fragments, embedded in the handler's request body as they are."""
-    m = row._mapping
+def claimed_from(m: Mapping[str, Any]) -> ClaimedJob:
+    """A claimed row (as a mapping) whose payload, parameters and metadata came as JSON text:
+    they are kept as orjson fragments, embedded in the handler's request body as they are."""
     return ClaimedJob(
         id=m["id"],
         job_id=m["job_id"],

@@ -7,13 +7,15 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import asyncpg
 import pytest
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
-from app.domain.errors import PayloadTooLarge, ValidationFailed
+from app.domain.errors import DatabaseUnavailable, PayloadTooLarge, ValidationFailed
 from app.domain.executions import NewJob
 from app.domain.signing import new_handler_secret
 from app.services.enqueue import EnqueueLimits, EnqueueService
@@ -221,4 +223,29 @@ async def test_concurrent_single_enqueues_of_one_key_with_two_bodies_keep_one_an
         else:
             assert isinstance(result, ValidationFailed) and result.errors[0].field == "idempotency_key"
     assert sum(1 for r in results if not isinstance(r, BaseException) and r[0].created) == 1
+    assert await scalar(db, "SELECT count(*) FROM job_executions") == 1
+
+
+async def test_an_enqueue_on_connections_the_server_dropped_is_unavailable_once_then_recovers(
+        db: Database, service: EnqueueService, database_url: str) -> None:
+    # Single enqueues run straight through asyncpg (app/db/raw.py): a dropped connection must
+    # still be worded DatabaseUnavailable and replaced, with every pooled one opened before it.
+    async def hold(_: int) -> None:
+        async with db.transaction() as conn:
+            await conn.execute(text("SELECT pg_sleep(0.05)"))
+
+    await asyncio.gather(*(hold(i) for i in range(4)))  # four pooled connections
+    admin = await asyncpg.connect(make_url(database_url).set(drivername="postgresql")
+                                  .render_as_string(hide_password=False))
+    try:
+        dropped = await admin.fetchval("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                       "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                                       "AND backend_type = 'client backend'")
+    finally:
+        await admin.close()
+    assert dropped >= 4
+    with pytest.raises(DatabaseUnavailable):
+        await service.enqueue([NewJob(handler="h", job_id="lost")])
+    [done] = await service.enqueue([NewJob(handler="h", job_id="after")])
+    assert done.created
     assert await scalar(db, "SELECT count(*) FROM job_executions") == 1
