@@ -168,8 +168,9 @@ class ExecutionRepository:
     async def release_to_handler(
         self, conn: AsyncConnection, node: str, items: Sequence[tuple[UUID, int]]
     ) -> list[UUID]:
-        rows = await conn.execute(Q["executions_release_to_handler"],
-                                  {"ids": [i for i, _ in items], "attempts": [a for _, a in items], "node": node})
+        rows = await conn.execute(_with_states(Q["executions_release_to_handler"]),
+                                  {"ids": [i for i, _ in items], "attempts": [a for _, a in items], "node": node,
+                                   "from_states": [states.JobState.PROCESSING.value]})
         return [r[0] for r in rows]
 
     async def fail(

@@ -29,11 +29,15 @@ SELECT id, job_id, job_type, handler, queue, attempt, max_attempts, CAST(payload
 FROM jobwire_claim(:node, :n, :default_timeout, CAST(:queues AS text[]))
 
 -- fragment: locked
--- The rows of a batch (:ids), locked in id order before they are written. Two batches over the
--- same rows (the dispatcher's outcomes, a group of completion callbacks) then wait for each
--- other; locked in whatever order their plans reach the rows, they could deadlock.
+-- The rows of a batch (:ids) in a state the statement may change (:from_states), locked in id
+-- order before they are written. Two batches over the same rows (the dispatcher's outcomes, a
+-- group of completion callbacks) then wait for each other; locked in whatever order their
+-- plans reach the rows, they could deadlock. A row already past them is not locked at all.
 locked AS MATERIALIZED (
-    SELECT e.id FROM job_executions e WHERE e.id = ANY(CAST(:ids AS uuid[])) ORDER BY e.id FOR UPDATE
+    SELECT e.id FROM job_executions e
+    WHERE e.id = ANY(CAST(:ids AS uuid[])) AND e.state = ANY(CAST(:from_states AS text[]))
+    ORDER BY e.id
+    FOR UPDATE
 )
 
 -- fragment: succeed
@@ -83,15 +87,16 @@ SELECT count(*) AS succeeded, (SELECT count(*) FROM wake) AS woke FROM u
 
 -- name: executions_release_to_handler
 -- A 202: the handler now holds the execution, so this node lets go (locked_by cleared).
--- Guarded on state, attempt and locked_by: the handler's callback may reach another node first.
--- Parallel arrays, as executions_succeed (an index plan even when generic).
+-- Guarded on state (:from_states, PROCESSING), attempt and locked_by: the handler's callback
+-- may reach another node first. Parallel arrays, as executions_succeed (an index plan even
+-- when generic).
 WITH input AS (
     SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:attempts AS int[])) AS i(id, attempt)
 ), $locked
 UPDATE job_executions e
 SET locked_by = NULL, updated_at = now()
 FROM input JOIN locked ON locked.id = input.id
-WHERE e.id = input.id AND e.attempt = input.attempt AND e.state = 'PROCESSING'
+WHERE e.id = input.id AND e.attempt = input.attempt AND e.state = ANY(CAST(:from_states AS text[]))
   AND e.locked_by = :node
 RETURNING e.id
 
