@@ -22,7 +22,9 @@ def _settings(**overrides: object) -> Settings:
 
 
 def _serve(args: argparse.Namespace) -> None:
+    import gc
     import signal
+    import socket
 
     import uvicorn
 
@@ -35,6 +37,14 @@ def _serve(args: argparse.Namespace) -> None:
             super().handle_exit(sig, frame)  # type: ignore[arg-type]
             self._captured_signals = [s for s in self._captured_signals
                                       if s not in (signal.SIGTERM, signal.SIGINT)]
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            # What start-up built (FastAPI, pydantic, SQLAlchemy, the services) lives as long as
+            # the process: move it out of the cyclic collector's reach, so its full collections
+            # walk only what requests create (batch enqueue +25 % on 2 cores, bench/README.md).
+            gc.collect()
+            gc.freeze()
 
     settings = _settings(host=args.host, port=args.port)
     config = uvicorn.Config(
