@@ -203,6 +203,31 @@ async def test_deadline_is_capped_by_max_duration(db: Database) -> None:
     assert claimed.deadline_at - claimed.started_at == timedelta(seconds=10)
 
 
+async def test_the_short_claim_takes_what_the_full_claim_would(db: Database) -> None:
+    # With no claim rule in play jobwire_claim runs a shorter statement (revision 20261130_0007);
+    # a paused queue elsewhere puts the full one in play. Both, on the same rows, claim the same
+    # jobs in the same order with the same fields.
+    await add_handler(db)
+    base = datetime.now(UTC) - timedelta(hours=1)
+    await enqueue(db, [job(i, priority=i % 3, queue=("a", "b")[i % 2], run_at=base + timedelta(seconds=i),
+                           timeout_seconds=(None, 30.0)[i % 2], max_duration_seconds=(None, 10.0)[i % 3 == 0])
+                       for i in range(30)])
+
+    async def claimed(queues: list[str]) -> list[tuple[object, ...]]:
+        async with db.transaction() as conn:
+            batch = await repo.claim(conn, "node-1", 12, queues, default_timeout=60.0)
+            await conn.rollback()
+        return [(c.id, c.job_id, c.queue, c.attempt, c.scheduled_at, (c.deadline_at - c.started_at).total_seconds(),
+                 c.handler_url, c.handler_secret) for c in batch]
+
+    short = [await claimed([]), await claimed(["b"])]
+    async with db.transaction() as conn:
+        await conn.execute(text("INSERT INTO job_queues (name, paused) VALUES ('elsewhere', true)"))
+    full = [await claimed([]), await claimed(["b"])]
+    assert len(short[0]) == 12 and {c[2] for c in short[1]} == {"b"}
+    assert short == full
+
+
 # --- concurrency -------------------------------------------------------------------------------
 
 async def test_eight_claimers_never_claim_one_job_twice(db: Database) -> None:

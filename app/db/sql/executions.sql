@@ -20,7 +20,8 @@ SELECT $COLUMNS FROM job_executions WHERE id = :id
 -- name: executions_claim
 -- The dispatcher's claim: jobwire_claim (revision 20261130_0005) takes the advisory locks
 -- (stateful queues, limited handlers) and then claims up to :n due jobs, best first, marking them
--- PROCESSING with their events; one statement, so on its own it is one round trip. :queues NULL
+-- PROCESSING with their events (a shorter statement when no claim rule is in play: revision
+-- 20261130_0007); one statement, so on its own it is one round trip. :queues NULL
 -- claims from every queue. The JSON documents come as text, to be embedded in the request body
 -- as they are (no decoding and encoding again on the way to the handler).
 SELECT id, job_id, job_type, handler, queue, attempt, max_attempts, CAST(payload AS text) AS payload,
