@@ -42,7 +42,8 @@ STATES = "'ENQUEUED', 'PROCESSING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'ABANDON
 job_executions = Table(
     "job_executions",
     metadata,
-    Column("id", UUID(as_uuid=True), primary_key=True, server_default=text("gen_random_uuid()")),
+    # Time-ordered (UUID version 7, revision 20261130_0008).
+    Column("id", UUID(as_uuid=True), primary_key=True, server_default=text("jobwire_uuid7()")),
     Column("job_id", Text, nullable=False),
     Column("job_type", Text, nullable=False),
     Column("handler", Text, nullable=False),

@@ -51,6 +51,25 @@ async def stored_events(db: Database, execution_id: uuid.UUID) -> list[dict[str,
         return [r[0] for r in rows]
 
 
+async def test_execution_ids_are_version_7_and_ordered_by_the_millisecond_they_were_minted(
+    db: Database, service: EnqueueService
+) -> None:
+    # Time-ordered ids keep index entries of new rows and row versions beside each other
+    # (revision 20261130_0008); the column default, which a cron fire uses, is the same.
+    first = await service.enqueue([NewJob(handler="h", job_id=None)])  # type: ignore[arg-type]
+    await asyncio.sleep(0.005)
+    batch = await service.enqueue([NewJob(handler="h", job_id=None) for _ in range(3)])  # type: ignore[arg-type]
+    await asyncio.sleep(0.005)
+    plain = await scalar(db, "INSERT INTO job_executions (job_id, job_type, handler, state) "
+                             "VALUES ('direct', 'DELAYED', 'h', 'ENQUEUED') RETURNING id")
+    ids = [first[0].execution.id, *(b.execution.id for b in batch), plain]
+    assert {i.version for i in ids} == {7}
+    assert ids[0] < min(ids[1:4]) and max(ids[1:4]) < ids[4]
+    millis = [i.int >> 80 for i in ids]
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
+    assert all(now_ms - 60_000 < m <= now_ms + 1_000 for m in millis)  # the clock of a close server
+
+
 async def test_insert_applies_the_defaults(db: Database, service: EnqueueService) -> None:
     [done] = await service.enqueue([NewJob(handler="h", job_id="report")])
     e = done.execution
