@@ -28,6 +28,11 @@ Q = load("executions.sql")
 # What every job runs, straight through asyncpg on an autocommit connection (app/db/raw.py).
 ENQUEUE = RawStatement(Q["executions_insert"])
 CLAIM = RawStatement(Q["executions_claim"])
+SUCCEED = RawStatement(Q["executions_succeed"].bindparams(bindparam("from_states", type_=ARRAY(Text))))
+SUCCEED_QUIETLY = RawStatement(
+    Q["executions_succeed_quietly"].bindparams(bindparam("from_states", type_=ARRAY(Text))))
+RELEASE_TO_HANDLER = RawStatement(
+    Q["executions_release_to_handler"].bindparams(bindparam("from_states", type_=ARRAY(Text))))
 
 
 def _json(value: Any) -> str:
@@ -155,23 +160,22 @@ class ExecutionRepository:
         """Record successes (id, attempt, result); rows that may no longer succeed are skipped.
         One statement, which also NOTIFYs `channel` when a success frees a stateful queue or a
         max_concurrency slot."""
-        rows = await conn.execute(_with_states(Q["executions_succeed"]), _succeed_params(items, channel))
-        return [to_execution(r) for r in rows]
+        return [execution_from(r) for r in await fetch(conn, SUCCEED, _succeed_params(items, channel))]
 
     async def succeed_quietly(
         self, conn: AsyncConnection, items: Sequence[tuple[UUID, int, Any]], channel: str
     ) -> int:
         """As succeed_many, returning only how many applied (no rows to decode)."""
-        stmt = _with_states(Q["executions_succeed_quietly"])
-        return int((await conn.execute(stmt, _succeed_params(items, channel))).one()[0])
+        [row] = await fetch(conn, SUCCEED_QUIETLY, _succeed_params(items, channel))
+        return int(row["succeeded"])
 
     async def release_to_handler(
         self, conn: AsyncConnection, node: str, items: Sequence[tuple[UUID, int]]
     ) -> list[UUID]:
-        rows = await conn.execute(_with_states(Q["executions_release_to_handler"]),
-                                  {"ids": [i for i, _ in items], "attempts": [a for _, a in items], "node": node,
-                                   "from_states": [states.JobState.PROCESSING.value]})
-        return [r[0] for r in rows]
+        rows = await fetch(conn, RELEASE_TO_HANDLER,
+                           {"ids": [i for i, _ in items], "attempts": [a for _, a in items], "node": node,
+                            "from_states": [states.JobState.PROCESSING.value]})
+        return [r["id"] for r in rows]
 
     async def fail(
         self,

@@ -72,8 +72,9 @@ class OutcomeService:
         left to the deadline scan, which abandons and retries its attempt.
         """
         try:
-            if all(outcome.kind is OutcomeKind.SUCCEEDED for _, outcome in results):
-                # The common batch is one statement: no BEGIN and COMMIT round trips.
+            kinds = {outcome.kind for _, outcome in results}
+            if kinds == {OutcomeKind.SUCCEEDED} or kinds == {OutcomeKind.ACCEPTED}:
+                # The common batches are one statement: no BEGIN and COMMIT round trips.
                 async with self.db.autocommit() as conn:
                     await self._record(conn, results)
             else:
