@@ -2,10 +2,16 @@
 
 Sixteen clients enqueueing one job each cost sixteen statements, sixteen commits and, for an
 enqueue, sixteen NOTIFYs; PostgreSQL serialises the commits of notifying transactions, so they
-cannot share a WAL flush. A Group runs the first call at once; calls that arrive while
-`max_running` statements of the group are under way wait, and the next statement takes all of
-them (up to `max_items`). Nothing waits on a timer: alone, a call runs as it would without the
-group; under load, each statement carries what accumulated during the last one.
+cannot share a WAL flush. A Group runs the first call at once; calls that arrive while a
+statement of the group is under way wait, and the next statement takes all of them (up to
+`max_items`). Alone, a call runs as it would without the group; under load, each statement
+carries what accumulated during the last one.
+
+One statement at a time: with two, the clients split into one large batch and a trickle of
+statements of one item each, every arrival during the large one starting the second at once
+(16 clients: half the statements carried one job). Only a statement that has run for
+`overlap_after` seconds (waiting on a lock, a slow server) lets another start beside it, up to
+`max_running`, so one stalled statement does not hold every caller.
 
 Each caller gets exactly the outcome it would have had alone: a group whose statement raises
 (one item refused, a lost connection) runs each of its items again alone, each its own statement
@@ -31,6 +37,7 @@ class Group(Generic[T, R]):
         *,
         max_items: int = 256,
         max_running: int = 2,
+        overlap_after: float = 0.05,
     ) -> None:
         """run_many(items) → one result per item, in order, in one statement; run_one(item) →
         the item alone, as a caller without the group would run it."""
@@ -38,8 +45,11 @@ class Group(Generic[T, R]):
         self._run_one = run_one
         self._max_items = max_items
         self._max_running = max_running
+        self._overlap_after = overlap_after
         self._waiting: list[tuple[T, asyncio.Future[R]]] = []
         self._running = 0
+        self._last_start = 0.0  # loop time at which the newest statement under way started
+        self._recheck: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def __call__(self, item: T) -> R:
@@ -49,15 +59,25 @@ class Group(Generic[T, R]):
         return await future
 
     def _start(self) -> None:
+        loop = asyncio.get_running_loop()
         while self._waiting and self._running < self._max_running:
+            if self._running and loop.time() - self._last_start < self._overlap_after:
+                if self._recheck is None:  # the statement under way may stall: look again then
+                    self._recheck = loop.call_at(self._last_start + self._overlap_after, self._rechecked)
+                return
             batch = [(item, future) for item, future in self._waiting[:self._max_items] if not future.done()]
             del self._waiting[:self._max_items]
             if not batch:  # every caller of this batch was cancelled before it started
                 continue
             self._running += 1
+            self._last_start = loop.time()
             task = asyncio.create_task(self._run(batch))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _rechecked(self) -> None:
+        self._recheck = None
+        self._start()
 
     async def _run(self, batch: list[tuple[T, asyncio.Future[R]]]) -> None:
         try:

@@ -30,11 +30,64 @@ class Recorder:
         return result
 
 
-async def test_calls_arriving_while_statements_run_share_the_next_one() -> None:
+async def test_calls_arriving_while_a_statement_runs_share_the_next_one() -> None:
     r = Recorder()
     group = Group(r.many, r.one, max_running=2)
     assert await asyncio.gather(*(group(i) for i in range(20))) == [2 * i for i in range(20)]
-    assert r.runs == [[0], [1], list(range(2, 20))]
+    assert r.runs == [[0], list(range(1, 20))]
+
+
+async def test_a_steady_stream_of_callers_is_served_one_statement_at_a_time() -> None:
+    # Eight callers, each calling again as soon as it is answered. With two statements allowed
+    # at once, each arrival during a large statement started a second one for itself alone.
+    r = Recorder()
+    running = peak = 0
+
+    async def many(items: Sequence[int]) -> list[int]:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        try:
+            return await r.many(items)
+        finally:
+            running -= 1
+
+    async def one(item: int) -> int:
+        [result] = await many([item])
+        return result
+
+    group = Group(many, one, max_running=2)
+
+    async def caller(base: int) -> None:
+        for i in range(5):
+            assert await group(base + i) == 2 * (base + i)
+
+    await asyncio.gather(*(caller(100 * c) for c in range(8)))
+    assert sorted(i for run in r.runs for i in run) == sorted(100 * c + i for c in range(8) for i in range(5))
+    assert peak == 1
+    assert len(r.runs) <= 12  # 40 calls; alone, each would be a statement
+
+
+async def test_a_statement_running_past_overlap_after_lets_the_next_one_start_beside_it() -> None:
+    r = Recorder()
+    stalled = asyncio.Event()
+
+    async def many(items: Sequence[int]) -> list[int]:
+        if 0 in items:
+            await stalled.wait()  # waiting on a lock, say
+        return await r.many(items)
+
+    async def one(item: int) -> int:
+        [result] = await many([item])
+        return result
+
+    group = Group(many, one, max_running=2, overlap_after=0.03)
+    first = asyncio.create_task(group(0))
+    await asyncio.sleep(0.005)
+    assert await asyncio.wait_for(asyncio.gather(group(1), group(2)), 1) == [2, 4]  # while 0 stalls
+    stalled.set()
+    assert await first == 0
+    assert r.runs == [[1, 2], [0]]
 
 
 async def test_a_statement_takes_at_most_max_items() -> None:
