@@ -11,7 +11,7 @@ import aiohttp
 
 from bench import jobwire_db
 from bench.cpu import CpuShare
-from bench.target import SYNC_HANDLER, Target, enqueue_batches, expect, set_paused
+from bench.target import JSON, SYNC_HANDLER, Target, body, enqueue_batches, expect, set_paused
 
 
 async def single(t: Target, n: int, clients: int, run: int) -> dict:
@@ -21,11 +21,11 @@ async def single(t: Target, n: int, clients: int, run: int) -> dict:
     try:
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=clients)) as http:
             await set_paused(http, t, queue, True)
-            body = {"handler": SYNC_HANDLER, "queue": queue, "payload": {"i": 0}}
+            job = body({"handler": SYNC_HANDLER, "queue": queue, "payload": {"i": 0}})
 
             async def client() -> None:
                 for _ in range(per):
-                    async with http.post(f"{t.api}/v1/jobs", json=body) as r:
+                    async with http.post(f"{t.api}/v1/jobs", data=job, headers=JSON) as r:
                         await expect(r, 201)
 
             with CpuShare(jobwire=t.jobwire_pid) as shares:

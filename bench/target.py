@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
+import orjson
+
+# Request and response bodies go through orjson: the standard library's json took ~6 ms of the
+# harness's CPU per 1,000-job batch response (~700 KB), time the batch figure then counted.
+JSON = {"content-type": "application/json"}
 
 SYNC_HANDLER = "bench-noop-sync"
 CALLBACK_HANDLER = "bench-noop-callback"
@@ -23,7 +29,11 @@ class Target:
 async def expect(resp: aiohttp.ClientResponse, *statuses: int) -> dict:
     if resp.status not in statuses:
         raise RuntimeError(f"{resp.method} {resp.url} → {resp.status}: {await resp.text()}")
-    return await resp.json(content_type=None)
+    return orjson.loads(await resp.read())
+
+
+def body(document: Any) -> bytes:
+    return orjson.dumps(document)
 
 
 async def register_handlers(http: aiohttp.ClientSession, t: Target) -> None:
@@ -41,7 +51,7 @@ async def enqueue_batches(http: aiohttp.ClientSession, t: Target, handler: str, 
                           batch: int = 1000) -> None:
     for start in range(0, n, batch):
         jobs = [{"handler": handler, "queue": queue, "payload": {"i": i}} for i in range(start, min(start + batch, n))]
-        async with http.post(f"{t.api}/v1/jobs/batch", json={"jobs": jobs}) as r:
+        async with http.post(f"{t.api}/v1/jobs/batch", data=body({"jobs": jobs}), headers=JSON) as r:
             await expect(r, 201)
 
 
