@@ -142,6 +142,8 @@ class _Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         self._status = self._parser.get_status_code()
+        if 100 <= self._status < 200:  # an interim reply (100 Continue, 103 Early Hints): no body
+            return
         length = self._headers.get("content-length")
         chunked = "chunked" in self._headers.get("transfer-encoding", "").lower()
         self._until_close = length is None and not chunked and self._status not in (204, 304)
@@ -161,6 +163,9 @@ class _Connection(asyncio.Protocol):
         self._chunks.append(body)
 
     def on_message_complete(self) -> None:
+        if 100 <= self._status < 200:  # the final reply follows on this connection
+            self._reset_reply()
+            return
         self._complete = True
         if not self._too_large:
             self._finish()

@@ -153,6 +153,18 @@ async def test_a_connection_that_answered_twice_to_one_request_is_not_reused(tra
         assert server.connections == 2
 
 
+async def test_interim_1xx_replies_are_skipped_and_the_final_reply_is_the_answer(transport):
+    # 100 Continue and 103 Early Hints come before the final reply (RFC 9110 §15.2).
+    server = await serving(lambda n: b"HTTP/1.1 100 Continue\r\n\r\n"
+                                     b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n"
+                                     + ok(b"final %d" % n))
+    for n in (1, 2):
+        reply = await post(transport, server)
+        assert (reply.status, reply.body) == (200, b"final %d" % n)
+    if isinstance(transport, Http11Transport):
+        assert server.connections == 1
+
+
 async def test_status_reason_and_the_retry_headers_are_reported(transport):
     server = await serving(lambda n: b"HTTP/1.1 429 Slow Down\r\nRetry-After: 7\r\n"
                                      b"Date: Mon, 30 Nov 2026 00:00:00 GMT\r\nX-Other: 1\r\n"
