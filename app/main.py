@@ -22,12 +22,14 @@ from app.db.engine import DatabaseConfig, asyncpg_dsn, connect_args, create_engi
 from app.db.migrate import upgrade
 from app.db.notify import NotifyListener
 from app.dispatcher.dispatcher import Dispatcher, DispatcherConfig
+from app.domain.metrics import NodeCounters
 from app.scheduler.scheduler import Scheduler, SchedulerConfig
 from app.domain.retry import RetryPolicy
 from app.handlers.transport import AiohttpTransport, Http11Transport
 from app.services.callbacks import CallbackService, load_server_key
 from app.services.coordination import CoordinationConfig, CoordinationService
 from app.services.enqueue import EnqueueLimits, EnqueueService
+from app.services.metrics import MetricsService
 from app.services.executions import ExecutionService
 from app.services.handlers import HandlerService
 from app.services.health import HealthService
@@ -73,11 +75,12 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
                 ClaimConfig(node_id=node_id, queues=tuple(settings.queues),
                             default_timeout=settings.execution_timeout),
             )
-            callbacks = CallbackService(db, server_key, outcomes, settings.execution_timeout)
+            counters = NodeCounters()
+            callbacks = CallbackService(db, server_key, outcomes, settings.execution_timeout, counters=counters)
             coordination = CoordinationService(
                 db, CoordinationConfig(node_id=node_id, heartbeat_timeout=settings.heartbeat_timeout))
             app.state.services = Services(
-                enqueue=EnqueueService(db, EnqueueLimits(settings.max_payload_bytes)),
+                enqueue=EnqueueService(db, EnqueueLimits(settings.max_payload_bytes), counters=counters),
                 executions=ExecutionService(db),
                 handlers=HandlerService(db),
                 callbacks=callbacks,
@@ -85,6 +88,7 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
                 coordination=coordination,
                 queues=QueueService(db),
                 schedules=ScheduleService(db, ScheduleLimits(settings.max_payload_bytes)),
+                metrics=MetricsService(db, node_id, counters),
             )
             app.state.node_id = node_id
             transport_class = Http11Transport if settings.dispatch_client == "http11" else AiohttpTransport
@@ -96,7 +100,9 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
                 outcomes,
                 transport,
                 callbacks.token_for,
+                counters,
             )
+            counters.in_flight = lambda: dispatcher.in_flight
             listener = NotifyListener(asyncpg_dsn(url), db.notify_channel, dispatcher.wake,
                                       connect_args(settings.db_schema)["server_settings"])
             coordinator = Coordinator(

@@ -17,6 +17,7 @@ from app.api import (
     routes_handlers,
     routes_health,
     routes_jobs,
+    routes_metrics,
     routes_nodes,
     routes_queues,
     routes_schedules,
@@ -57,6 +58,7 @@ def create_api(
     app.include_router(management)
     app.include_router(callbacks)
     app.include_router(routes_health.router)
+    app.include_router(routes_metrics.router)
     app.add_middleware(BodyLimitMiddleware, limit=max_request_bytes)
     app.add_middleware(HotRoutes, limit=max_request_bytes)  # outermost: before the body cap's wrapping
     return app

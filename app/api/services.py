@@ -12,6 +12,7 @@ from app.services.enqueue import EnqueueService
 from app.services.executions import ExecutionService
 from app.services.handlers import HandlerService
 from app.services.health import HealthService
+from app.services.metrics import MetricsService
 from app.services.queues import QueueService
 from app.services.schedules import ScheduleService
 
@@ -26,6 +27,7 @@ class Services:
     coordination: CoordinationService
     queues: QueueService
     schedules: ScheduleService
+    metrics: MetricsService
 
 
 async def services(request: Request) -> Services:

@@ -6,6 +6,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db.queries import load
 from app.domain.executions import QueueStatus
+from app.domain.metrics import QueueDepth
 
 Q = load("queues.sql")
 
@@ -24,5 +25,15 @@ class QueueRepository:
                 oldest_claimable_age_seconds=(float(m["oldest_claimable_age_seconds"])
                                               if m["oldest_claimable_age_seconds"] is not None else None),
             )
+            for m in (row._mapping for row in rows)
+        ]
+
+    async def depth(self, conn: AsyncConnection) -> list[QueueDepth]:
+        rows = await conn.execute(Q["queues_depth"])
+        return [
+            QueueDepth(queue=m["queue"], paused=m["paused"], due=int(m["due"]), scheduled=int(m["scheduled"]),
+                       processing=int(m["processing"]), dead_letter=int(m["dead_letter"]),
+                       oldest_due_age_seconds=(float(m["oldest_due_age"]) if m["oldest_due_age"] is not None
+                                               else None))
             for m in (row._mapping for row in rows)
         ]

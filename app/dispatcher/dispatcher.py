@@ -16,6 +16,7 @@ from uuid import UUID
 from app.dispatcher.completer import Completer
 from app.domain.errors import DatabaseUnavailable
 from app.domain.executions import ClaimedJob, ErrorType, Outcome, OutcomeKind
+from app.domain.metrics import NodeCounters
 from app.handlers.dispatch import call_handler
 from app.handlers.transport import Transport
 from app.services.outcomes import OutcomeService
@@ -39,11 +40,13 @@ class Dispatcher:
         outcomes: OutcomeService,
         transport: Transport,
         token_for: Callable[[UUID, int], str],
+        counters: NodeCounters | None = None,
     ) -> None:
         self.config = config
         self.outcomes = outcomes
         self.transport = transport
         self.token_for = token_for
+        self.counters = counters or NodeCounters()
         self.completer: Completer[tuple[ClaimedJob, Outcome]] = Completer(outcomes.record)
         self._in_flight: dict[asyncio.Task[None], ClaimedJob] = {}
         self._wake = asyncio.Event()
@@ -71,6 +74,8 @@ class Dispatcher:
         if free <= 0:
             return 0
         jobs = await self.outcomes.claim(free)
+        self.counters.claims += 1
+        self.counters.jobs_claimed += len(jobs)
         for job in jobs:
             task = asyncio.create_task(self._execute(job), name=f"jobwire-call-{job.id}")
             self._in_flight[task] = job
@@ -126,12 +131,14 @@ class Dispatcher:
             # Shutdown grace ran out: the attempt is abandoned (and retried by whoever claims next).
             self.completer.add((job, Outcome(OutcomeKind.ABANDONED, error="node shut down during the call",
                                              error_type=ErrorType.ABANDONED_SHUTDOWN)))
+            self.counters.calls[OutcomeKind.ABANDONED.value] += 1
             raise
         except Exception as exc:  # a bug here must not strand the row in PROCESSING
             log.exception("dispatching execution %s failed", job.id)
             outcome = Outcome(OutcomeKind.FAILED, error=f"internal dispatch error: {exc!r}",
                               error_type=ErrorType.CONNECTION)
         self.completer.add((job, outcome))
+        self.counters.calls[outcome.kind.value] += 1
 
     def _call_done(self, task: asyncio.Task[None]) -> None:
         self._in_flight.pop(task, None)

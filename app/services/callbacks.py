@@ -16,6 +16,7 @@ from app.db.steps import StepRepository
 from app.domain.errors import Forbidden, NotFound, StaleAttempt, Unauthenticated
 from app.domain.executions import ErrorType, Execution, Outcome, OutcomeKind
 from app.domain.logs import LogEntry
+from app.domain.metrics import NodeCounters
 from app.domain.signing import callback_token, new_server_key, verify_callback_token
 from app.domain.steps import Step
 from app.services.grouping import Group
@@ -49,6 +50,7 @@ class CallbackService:
         executions: ExecutionRepository | None = None,
         logs: LogRepository | None = None,
         steps: StepRepository | None = None,
+        counters: NodeCounters | None = None,
     ) -> None:
         self.db = db
         self.server_key = server_key
@@ -57,6 +59,7 @@ class CallbackService:
         self.executions = executions or ExecutionRepository()
         self.logs = logs or LogRepository()
         self.steps = steps or StepRepository()
+        self.counters = counters or NodeCounters()
         # Success callbacks that arrive together share a statement and a commit.
         self._successes: Group[tuple[UUID, int, Any], Execution | None] = Group(
             self._succeed_each, self._succeed_one)
@@ -142,6 +145,7 @@ class CallbackService:
             # transaction below says why (404, 409, or an idempotent no-op).
             changed = await self._successes((execution_id, attempt, completion.result))
             if changed is not None:
+                self.counters.completions["succeeded"] += 1
                 return changed
         async with self.db.transaction() as conn:
             current = await self._current(conn, execution_id, attempt)
@@ -158,6 +162,7 @@ class CallbackService:
             if changed is not None:
                 if not completion.succeeded:  # a success wakes what it frees by itself
                     await self.outcomes.wake_if_handed_over(conn, [changed])
+                self.counters.completions["succeeded" if completion.succeeded else "failed"] += 1
                 return changed
             # Zero rows: a duplicate, or no longer PROCESSING. An idempotent no-op that reports
             # the execution as it is now (another writer may have moved it since we read it).

@@ -11,6 +11,7 @@ from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.domain.errors import FieldError, PayloadTooLarge, ValidationFailed
 from app.domain.executions import Execution, NewJob
+from app.domain.metrics import NodeCounters
 from app.services.grouping import Group
 
 
@@ -35,10 +36,12 @@ class EnqueueService:
         db: Database,
         limits: EnqueueLimits,
         executions: ExecutionRepository | None = None,
+        counters: NodeCounters | None = None,
     ) -> None:
         self.db = db
         self.limits = limits
         self.executions = executions or ExecutionRepository()
+        self.counters = counters or NodeCounters()
         # Single-job enqueues that arrive together share a statement, a commit and a NOTIFY.
         self._singles: Group[NewJob, Enqueued] = Group(self._insert, self._insert_one)
 
@@ -73,6 +76,7 @@ class EnqueueService:
         # One statement, atomic on its own: no BEGIN and COMMIT round trips.
         async with self.db.autocommit() as conn:
             done = await self.executions.enqueue(conn, jobs)
+        self.counters.jobs_enqueued += sum(1 for _, created in done if created)
         return [Enqueued(execution, created) for execution, created in done]
 
     async def _insert_one(self, job: NewJob) -> Enqueued:

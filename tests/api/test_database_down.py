@@ -27,6 +27,7 @@ async def test_routes_answer_503_while_the_database_is_unreachable_and_recover(s
                     ("POST", "/v1/jobs", {"handler": "h"}),
                     ("GET", "/v1/executions", None),
                     ("GET", "/v1/handlers/h", None),
+                    ("GET", "/metrics", None),
                     ("POST", "/v1/jobs", {"handler": "h"}),  # again: no stale pooled connection leaks a 500
                 ):
                     response = await api.request(method, path, json=body)
