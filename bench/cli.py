@@ -86,16 +86,22 @@ def wanted(args: argparse.Namespace, step: str) -> bool:
     return args.only is None or step in args.only
 
 
-async def measure_jobwire(server: Server, args: argparse.Namespace) -> dict[str, Any]:
+async def measure(server: Server, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Jobwire's steps and the peers' runs, interleaved round by round (Jobwire's run r, then each
+    peer's run r), so a machine that speeds up or slows down during the benchmark moves both
+    sides of a ratio alike."""
     if server.embedded:
         url, schema = await server.create_database("jobwire"), None
     else:
         url, schema = server.url, f"jobwire_bench_{server.tag}"
+    peer_dsns = {} if args.skip_peers else {
+        name: await server.create_database(name) for name in ("pgqueuer", "procrastinate", "pgbench")}
     handler = await start_handler()
     jobwire = await start_jobwire(url, schema, args.concurrency)
     t = Target(api=jobwire.url, handler=handler.url, dsn=url, schema=schema, jobwire_pid=jobwire.pid,
                handler_pid=handler.pid)
     runs: dict[str, list[dict]] = {}
+    peer_runs: dict[str, dict[str, list[dict]]] = {}
     rss_run = None
     try:
         async with aiohttp.ClientSession() as http:
@@ -115,6 +121,8 @@ async def measure_jobwire(server: Server, args: argparse.Namespace) -> dict[str,
                     res = await step(run)
                 runs.setdefault(name, []).append(res)
                 log(f"jobwire {name} run {run}: {json.dumps({k: v for k, v in res.items() if k != 'states'})}")
+            if peer_dsns:
+                await peers_round(server, peer_dsns, args, run, peer_runs)
         if args.rss_jobs and wanted(args, "drain_rss"):
             rss_run = await drain.drain(t, "sync", args.rss_jobs, 0)
             log(f"jobwire drain_rss: {json.dumps({k: v for k, v in rss_run.items() if k != 'states'})}")
@@ -131,7 +139,10 @@ async def measure_jobwire(server: Server, args: argparse.Namespace) -> dict[str,
     peaks = [r["peak_rss_mb"] for m in ("drain_sync", "drain_callback") for r in runs.get(m, [])]
     out["peak_rss_mb"] = max(peaks) if peaks else None
     out["drain_rss"] = rss_run
-    return out
+    peers: dict[str, Any] = {"skipped": True} if not peer_dsns else {
+        peer: {name: {"jobs_per_s": median_of(rs, "jobs_per_s"), "runs": rs} for name, rs in by_name.items()}
+        for peer, by_name in peer_runs.items()}
+    return out, peers
 
 
 @contextmanager
@@ -155,35 +166,31 @@ def profiled(directory: str | None, pid: int, name: str) -> Iterator[None]:
         recorder.wait(60)
 
 
-def run_peer(module: str, dsn: str, args: argparse.Namespace) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", module, "--dsn", dsn, "--jobs", str(args.jobs), "--runs", str(args.runs),
+def run_peer(module: str, dsn: str, args: argparse.Namespace) -> dict[str, dict]:
+    """One run of a peer (a subprocess of its own): {measure: result}."""
+    cmd = [sys.executable, "-m", module, "--dsn", dsn, "--jobs", str(args.jobs), "--runs", "1",
            "--clients", str(args.clients)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{module} failed:\n{proc.stderr[-4000:]}")
     runs = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {name: {"jobs_per_s": median_of(rs, "jobs_per_s"), "runs": rs} for name, rs in runs.items()}
+    return {name: rs[0] for name, rs in runs.items()}
 
 
-async def measure_peers(server: Server, args: argparse.Namespace) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+async def peers_round(server: Server, dsns: dict[str, str], args: argparse.Namespace, run: int,
+                      into: dict[str, dict[str, list[dict]]]) -> None:
+    """Run `run` of each peer and of PostgreSQL's own limit, appended to `into`."""
     for name, module in (("pgqueuer", "bench.peers.pgqueuer_peer"),
                          ("procrastinate", "bench.peers.procrastinate_peer")):
-        dsn = await server.create_database(name)
-        log(f"{name}: {args.runs} run(s) of {args.jobs} jobs")
-        out[name] = await asyncio.to_thread(run_peer, module, dsn, args)
-        log(f"{name}: {json.dumps({k: v['jobs_per_s'] for k, v in out[name].items()})}")
-    dsn = await server.create_database("pgbench")
-    env = server.libpq_env(dsn)
-    pg: dict[str, Any] = {}
+        res = await asyncio.to_thread(run_peer, module, dsns[name], args)
+        for measure, value in res.items():
+            into.setdefault(name, {}).setdefault(measure, []).append(value)
+        log(f"{name} run {run}: {json.dumps({k: v['jobs_per_s'] for k, v in res.items()})}")
+    env = server.libpq_env(dsns["pgbench"])
     for scenario in SCENARIOS:
-        rs = []
-        for _ in range(args.runs):
-            rs.append(await run_scenario(dsn, env, scenario, args.pgbench_seconds))
-            log(f"postgres {scenario}: {rs[-1]['jobs_per_s']} jobs/s")
-        pg[scenario] = {"jobs_per_s": median_of(rs, "jobs_per_s"), "runs": rs}
-    out["postgres"] = pg
-    return out
+        res = await run_scenario(dsns["pgbench"], env, scenario, args.pgbench_seconds)
+        into.setdefault("postgres", {}).setdefault(scenario, []).append(res)
+        log(f"postgres {scenario} run {run}: {res['jobs_per_s']} jobs/s")
 
 
 async def run(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
@@ -192,13 +199,12 @@ async def run(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     server = await asyncio.to_thread(Server.start, args.database_url)
     try:
         log(f"PostgreSQL: {'embedded' if server.embedded else 'external'}; Jobwire: {args.runs} run(s), N={args.jobs}")
-        jobwire = await measure_jobwire(server, args)
+        jobwire, peers = await measure(server, args)
         if wanted(args, "claim_cost"):
             log(f"claim cost: 1,000 vs {args.claim_rows:,} ENQUEUED rows, {args.claim_reps} claims of "
                 f"{args.claim_batch}")
             jobwire["claim_cost"] = await claim_cost(await server.create_database("claim"), (1000, args.claim_rows),
                                                      args.claim_batch, args.claim_reps)
-        peers: dict[str, Any] = {"skipped": True} if args.skip_peers else await measure_peers(server, args)
         conn_version = await _server_version(server)
     finally:
         await server.drop_all()
