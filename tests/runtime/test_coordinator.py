@@ -249,6 +249,21 @@ async def test_the_heartbeat_row_is_kept_until_every_recovery_committed(db):
     assert [(await row(db, i)).attempt for i in ids] == [1] * 5
 
 
+async def test_a_forgotten_node_takes_its_every_instance_firing_cursors_along(db):
+    # Node ids are never reused: the cursors of a gone node would stay forever, one per schedule.
+    await sql(db, "INSERT INTO job_schedules (job_id, cron_expression, handler, execution_mode) VALUES "
+                  "('every', '* * * * *', 'h', 'EVERY_INSTANCE'), ('single', '* * * * *', 'h', 'SINGLE_INSTANCE')")
+    await sql(db, "INSERT INTO job_schedule_fires (job_id, fire_node, handled_until) VALUES "
+                  "('every', :dead, now()), ('every', 'live-node', now()), ('single', '', now())", dead=DEAD)
+    await sql(db, STALE_HEARTBEAT, node=DEAD)
+    await sql(db, FRESH_HEARTBEAT, node="live-node")
+
+    report = await scanner(db).recover_dead_nodes()
+    assert report.forgotten == [DEAD]
+    cursors = await sql(db, "SELECT job_id, fire_node FROM job_schedule_fires ORDER BY job_id, fire_node")
+    assert [tuple(r) for r in cursors] == [("every", "live-node"), ("single", "")]
+
+
 async def test_an_orphan_without_a_heartbeat_row_is_recovered(db):
     [orphan] = await seed(db, "vanished-node", NewJob(handler="h", job_id="orphan"))
     [mine] = await seed(db, "scanner-z", NewJob(handler="h", job_id="mine"))  # no row of its own either

@@ -28,9 +28,15 @@ WHERE e.state = 'PROCESSING' AND e.locked_by IS NOT NULL AND e.locked_by <> :sel
 
 -- name: node_forget_if_idle
 -- Delete a node's heartbeat only once nothing is PROCESSING under its name: a recovery that did
--- not commit leaves the row for the next scan.
-DELETE FROM job_server_heartbeats h
-WHERE h.server_id = :server_id
-  AND NOT EXISTS (SELECT 1 FROM job_executions e
-                  WHERE e.state = 'PROCESSING' AND e.locked_by = :server_id)
-RETURNING h.server_id
+-- not commit leaves the row for the next scan. Its EVERY_INSTANCE firing cursors go with it (a
+-- node id is never used again; fire_node '' is the SINGLE_INSTANCE slot, never a node's).
+WITH gone AS (
+    DELETE FROM job_server_heartbeats h
+    WHERE h.server_id = :server_id
+      AND NOT EXISTS (SELECT 1 FROM job_executions e
+                      WHERE e.state = 'PROCESSING' AND e.locked_by = :server_id)
+    RETURNING h.server_id
+), cursors AS (
+    DELETE FROM job_schedule_fires f USING gone WHERE f.fire_node = gone.server_id
+)
+SELECT server_id FROM gone
