@@ -28,11 +28,15 @@ Q = load("executions.sql")
 # What every job runs, straight through asyncpg on an autocommit connection (app/db/raw.py).
 ENQUEUE = RawStatement(Q["executions_insert"])
 CLAIM = RawStatement(Q["executions_claim"])
-SUCCEED = RawStatement(Q["executions_succeed"].bindparams(bindparam("from_states", type_=ARRAY(Text))))
-SUCCEED_QUIETLY = RawStatement(
-    Q["executions_succeed_quietly"].bindparams(bindparam("from_states", type_=ARRAY(Text))))
-RELEASE_TO_HANDLER = RawStatement(
-    Q["executions_release_to_handler"].bindparams(bindparam("from_states", type_=ARRAY(Text))))
+
+
+def _with_states(stmt: Any) -> Any:
+    return stmt.bindparams(bindparam("from_states", type_=ARRAY(Text)))
+
+
+SUCCEED = RawStatement(_with_states(Q["executions_succeed"]))
+SUCCEED_QUIETLY = RawStatement(_with_states(Q["executions_succeed_quietly"]))
+RELEASE_TO_HANDLER = RawStatement(_with_states(Q["executions_release_to_handler"]))
 
 
 def _json(value: Any) -> str:
@@ -275,7 +279,3 @@ def _succeed_params(items: Sequence[tuple[UUID, int, Any]], channel: str) -> dic
     return {"ids": [i for i, _, _ in items], "attempts": [a for _, a, _ in items],
             "results": [None if r is None else _json(r) for _, _, r in items],
             "from_states": list(states.SUCCEED_FROM), "channel": channel}
-
-
-def _with_states(stmt: Any) -> Any:
-    return stmt.bindparams(bindparam("from_states", type_=ARRAY(Text)))
