@@ -26,8 +26,15 @@ def _sqlstate(exc: BaseException) -> str | None:
     return None
 
 
+# The driver's own connection-level failures. InternalClientError is its protocol refusing a
+# statement while it is still taking in something the server sent unasked: the FATAL
+# "terminating connection" of a backend killed while the connection sat in the pool, read just
+# before the socket closes. No statement was sent; the connection is finished either way.
+_DRIVER_CONNECTION_ERRORS = (asyncpg.InterfaceError, asyncpg.exceptions.InternalClientError)
+
+
 def is_connection_problem(exc: BaseException) -> bool:
-    if isinstance(exc, (OSError, ConnectionError, InterfaceError, asyncpg.InterfaceError)):
+    if isinstance(exc, (OSError, ConnectionError, InterfaceError, *_DRIVER_CONNECTION_ERRORS)):
         return True
     if isinstance(exc, asyncpg.PostgresError):  # from a statement run on the driver itself
         return str(exc.sqlstate or "").startswith(_UNAVAILABLE_PREFIXES)
@@ -74,7 +81,7 @@ class Database:
                     yield conn
             else:
                 yield conn
-        except (DBAPIError, OSError, ConnectionError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        except (DBAPIError, OSError, ConnectionError, asyncpg.PostgresError, *_DRIVER_CONNECTION_ERRORS) as exc:
             if is_connection_problem(exc):
                 if not isinstance(exc, DBAPIError):  # the driver's own: SQLAlchemy does not know
                     await _invalidate(conn, exc)
