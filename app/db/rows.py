@@ -11,9 +11,16 @@ from app.domain.executions import ClaimedJob, Execution, Handler, JobType, Progr
 from app.domain.states import JobState
 
 
+# Value → member by dict lookup: calling the Enum class is a few microseconds each, paid twice
+# per row in a batch enqueue's 1,000 returned rows.
+_JOB_TYPES = {t.value: t for t in JobType}
+_STATES = {s.value: s for s in JobState}
+_NO_PROGRESS = Progress()
+
+
 def to_progress(value: Any) -> Progress:
     if not isinstance(value, dict):
-        return Progress()
+        return _NO_PROGRESS
     return Progress(
         total=int(value.get("total") or 0),
         succeeded=int(value.get("succeeded") or 0),
@@ -31,10 +38,10 @@ def execution_from(m: Mapping[str, Any]) -> Execution:
     return Execution(
         id=m["id"],
         job_id=m["job_id"],
-        job_type=JobType(m["job_type"]),
+        job_type=_JOB_TYPES[m["job_type"]],
         handler=m["handler"],
         queue=m["queue"],
-        state=JobState(m["state"]),
+        state=_STATES[m["state"]],
         attempt=m["attempt"],
         max_attempts=m["max_attempts"],
         priority=m["priority"],
