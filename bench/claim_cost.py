@@ -1,11 +1,13 @@
 """(e) Claim cost with 1,000 and with 1,000,000 ENQUEUED rows in job_executions.
 
-In a database of its own (migrated like Jobwire's), rows are inserted with generate_series
-and ANALYZEd; then ExecutionRepository.claim, exactly as the dispatcher calls it (one call of
-jobwire_claim: its lock statements, then the claim), is timed many times, each in a
-transaction that is rolled back, so every repetition sees the same table. The EXPLAIN
-(ANALYZE, BUFFERS) of every statement inside jobwire_claim at each size (auto_explain) is part
-of the output."""
+In a database of its own, one schema per size (each migrated like Jobwire's), rows are
+inserted with generate_series and ANALYZEd; then ExecutionRepository.claim, exactly as the
+dispatcher calls it (one call of jobwire_claim: its lock statements, then the claim), is timed
+many times, each in a transaction that is rolled back, so every repetition sees the same table.
+The sizes take turns claim by claim: this machine's speed drifts by tens of percent within a
+minute, and timing one size after the other measured that drift as much as the table's size
+(1.06× and 1.59× in two runs of one day, 0.76× the day before). The EXPLAIN (ANALYZE, BUFFERS)
+of every statement inside jobwire_claim at each size (auto_explain) is part of the output."""
 
 from __future__ import annotations
 
@@ -56,46 +58,57 @@ async def _claim_plans(engine: Any, repo: ExecutionRepository, batch: int) -> li
     return notices
 
 
+async def _fill(database_url: str, schema: str, rows: int) -> Any:
+    """A migrated schema holding `rows` ENQUEUED jobs, vacuumed and analyzed; its engine."""
+    await asyncio.to_thread(upgrade_sync, database_url, schema)
+    engine = create_engine(DatabaseConfig(url=database_url, schema=schema, pool_size=1))
+    async with engine.begin() as conn:
+        await conn.execute(text("INSERT INTO job_handlers (name, url, secret) "
+                                "VALUES ('bench-noop', 'http://127.0.0.1:9/', 'whsec_bench')"))
+        await conn.execute(INSERT, {"first": 1, "last": rows})
+    async with engine.connect() as conn:
+        await conn.execution_options(isolation_level="AUTOCOMMIT")
+        await conn.execute(text("VACUUM ANALYZE job_executions"))
+    return engine
+
+
+async def _timed_claim(engine: Any, repo: ExecutionRepository, batch: int, rows: int) -> float:
+    async with engine.connect() as conn:
+        tx = await conn.begin()
+        started = time.perf_counter()
+        claimed = await repo.claim(conn, "bench-claim", batch, [], 120.0)
+        elapsed = time.perf_counter() - started
+        await tx.rollback()
+    if len(claimed) != batch:
+        raise RuntimeError(f"claim took {len(claimed)} of {batch} with {rows} rows queued")
+    return elapsed * 1000
+
+
 async def claim_cost(database_url: str, sizes: tuple[int, ...], batch: int, reps: int) -> dict[str, Any]:
-    await asyncio.to_thread(upgrade_sync, database_url, None)
-    engine = create_engine(DatabaseConfig(url=database_url, pool_size=1))
     repo = ExecutionRepository()
-    out: dict[str, Any] = {"batch": batch, "repetitions": reps, "sizes": {}}
+    out: dict[str, Any] = {"batch": batch, "repetitions": reps, "interleaved": True, "sizes": {}}
+    engines: dict[int, Any] = {}
     try:
-        async with engine.begin() as conn:
-            await conn.execute(text("INSERT INTO job_handlers (name, url, secret) "
-                                    "VALUES ('bench-noop', 'http://127.0.0.1:9/', 'whsec_bench')"))
-        have = 0
         for size in sizes:
-            async with engine.begin() as conn:
-                await conn.execute(INSERT, {"first": have + 1, "last": size})
-            have = size
-            async with engine.connect() as conn:
-                await conn.execution_options(isolation_level="AUTOCOMMIT")
-                await conn.execute(text("VACUUM ANALYZE job_executions"))
-            times = []
-            for i in range(reps + 10):
-                async with engine.connect() as conn:
-                    tx = await conn.begin()
-                    started = time.perf_counter()
-                    claimed = await repo.claim(conn, "bench-claim", batch, [], 120.0)
-                    elapsed = time.perf_counter() - started
-                    await tx.rollback()
-                if len(claimed) != batch:
-                    raise RuntimeError(f"claim took {len(claimed)} of {batch} with {size} rows queued")
+            engines[size] = await _fill(database_url, f"claim_{size}", size)
+        times: dict[int, list[float]] = {size: [] for size in sizes}
+        for i in range(reps + 10):
+            for size in sizes:
+                elapsed = await _timed_claim(engines[size], repo, batch, size)
                 if i >= 10:  # the first ten warm the caches and the prepared statements
-                    times.append(elapsed * 1000)
-            plans = await _claim_plans(engine, repo, batch)
-            times.sort()
+                    times[size].append(elapsed)
+        for size in sizes:
+            ordered = sorted(times[size])
             out["sizes"][str(size)] = {
                 "rows": size,
-                "median_ms": round(statistics.median(times), 3),
-                "p95_ms": round(percentile(times, 95), 3),
-                "min_ms": round(times[0], 3),
-                "explain": plans,
+                "median_ms": round(statistics.median(ordered), 3),
+                "p95_ms": round(percentile(ordered, 95), 3),
+                "min_ms": round(ordered[0], 3),
+                "explain": await _claim_plans(engines[size], repo, batch),
             }
     finally:
-        await engine.dispose()
+        for engine in engines.values():
+            await engine.dispose()
     small, large = (out["sizes"][str(s)]["median_ms"] for s in (sizes[0], sizes[-1]))
     out["ratio_large_to_small"] = round(large / small, 2)
     return out
