@@ -6,7 +6,7 @@ dispatcher calls it (one call of jobwire_claim: its lock statements, then the cl
 many times, each in a transaction that is rolled back, so every repetition sees the same table.
 The sizes take turns claim by claim: this machine's speed drifts by tens of percent within a
 minute, and timing one size after the other measured that drift as much as the table's size
-(1.06× and 1.59× in two runs of one day, 0.76× the day before). The EXPLAIN (ANALYZE, BUFFERS)
+(0.76×, 1.06× and 1.59× in three runs of one day). The EXPLAIN (ANALYZE, BUFFERS)
 of every statement inside jobwire_claim at each size (auto_explain) is part of the output."""
 
 from __future__ import annotations
