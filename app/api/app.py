@@ -9,7 +9,6 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Security
 from fastapi.security import HTTPBearer
-from starlette.types import Receive, Scope, Send
 
 from app.api import (
     errors,
@@ -36,32 +35,14 @@ when API keys are configured; callback routes take the execution's callback toke
 """
 
 
-class JobwireAPI(FastAPI):
-    """FastAPI with the hot routes (app/api/hot.py) in front of it: a request they serve skips
-    the framework's middleware stack as well as its routing (in a callback drain that stack,
-    telemetry checks and error wrappers included, was ~5 % of the process's CPU, py-spy);
-    everything else, lifespan included, goes to FastAPI as before."""
-
-    def __init__(self, *, max_request_bytes: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._hot = HotRoutes(self._framework, limit=max_request_bytes)
-
-    async def _framework(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await super().__call__(scope, receive, send)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        scope["app"] = self
-        await self._hot(scope, receive, send)
-
-
 def create_api(
     *,
     api_keys: Sequence[str] = (),
     max_request_bytes: int,
     lifespan: Callable[[FastAPI], AbstractAsyncContextManager[Any]] | None = None,
 ) -> FastAPI:
-    app = JobwireAPI(max_request_bytes=max_request_bytes, title="Jobwire", version="0.1.0",
-                     description=DESCRIPTION, lifespan=lifespan, docs_url="/docs", redoc_url=None)
+    app = FastAPI(title="Jobwire", version="0.1.0", description=DESCRIPTION, lifespan=lifespan,
+                  docs_url="/docs", redoc_url=None)
     app.state.api_keys = tuple(k.encode() for k in api_keys)
     errors.install(app)
 
@@ -79,4 +60,5 @@ def create_api(
     app.include_router(routes_health.router)
     app.include_router(routes_metrics.router)
     app.add_middleware(BodyLimitMiddleware, limit=max_request_bytes)
+    app.add_middleware(HotRoutes, limit=max_request_bytes)  # outermost: before the body cap's wrapping
     return app

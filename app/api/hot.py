@@ -1,13 +1,13 @@
 """The three routes every job passes through, served below the framework.
 
-`POST /v1/jobs`, `POST /v1/jobs/batch` and `POST /v1/executions/{id}/complete` carry every job.
-Through FastAPI each request pays for its routing, its middleware stack, dependency solving and
-the request and response wrappers: about as much CPU as the database statement it runs (py-spy,
-`python -m bench --only enqueue_single --profile DIR`). HotRoutes, an ASGI app in front of
-FastAPI (app.api.app.JobwireAPI), serves a well-formed request of those routes itself with the
-same pieces the FastAPI routes use: the API-key check, the body cap, strict JSON (orjson and
-check_storable), the same pydantic models, the same operations (routes_jobs, routes_callbacks)
-and the same problem documents (errors.problem_for).
+`POST /v1/jobs`, `POST /v1/jobs/batch` and `POST /v1/executions/{id}/complete` carry every
+job. Through FastAPI each request pays for its routing, its middleware stack, dependency
+solving and the request and response wrappers: about as much CPU as the database statement
+it runs (py-spy, `python -m bench --only enqueue_single --profile DIR`). HotRoutes, an ASGI
+middleware in front of FastAPI's routing, serves a well-formed request of those routes itself
+with the same pieces the FastAPI routes use: the API-key check, the body cap, strict JSON
+(orjson and check_storable), the same pydantic models, the same operations (routes_jobs,
+routes_callbacks) and the same problem documents (errors.problem_for).
 
 Whatever it does not serve as a matter of course goes on to FastAPI untouched, with the body
 it read replayed: another content type, a refused API key, a body over the cap, JSON that does
@@ -127,20 +127,16 @@ class HotRoutes:
         body, more = await self._read(receive)
         if body is None:  # the client went away
             return
-        try:
-            document = None if more or len(body) > self.limit else _parse(route, body)
-        except Exception as exc:  # a bug: logged and answered 500, as FastAPI's handler would
-            await problem_for(exc, Request(scope))(scope, receive, send)
-            return
+        document = None if more or len(body) > self.limit else _parse(route, body)
         if document is None:
             await self.app(scope, _replay(body, more, receive), send)
             return
         try:
             view, status = await route.operation(services, document, headers, execution_id)
-            content = orjson.dumps(view, option=orjson.OPT_UTC_Z)
-        except Exception as exc:  # the problem document FastAPI's handlers would have written
+        except Exception as exc:
             await problem_for(exc, Request(scope))(scope, receive, send)
             return
+        content = orjson.dumps(view, option=orjson.OPT_UTC_Z)
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(content)).encode())]})
