@@ -87,9 +87,10 @@ def wanted(args: argparse.Namespace, step: str) -> bool:
 
 
 async def measure(server: Server, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Jobwire's steps and the peers' runs, interleaved round by round (Jobwire's run r, then each
-    peer's run r), so a machine that speeds up or slows down during the benchmark moves both
-    sides of a ratio alike."""
+    """Jobwire's steps and the peers' runs, interleaved round by round, so a machine that speeds
+    up or slows down during the benchmark moves both sides of a ratio alike; within a round the
+    order alternates (Jobwire first in odd rounds, the peers first in even ones), so a drift
+    inside a round does not favour whichever side always ran first."""
     if server.embedded:
         url, schema = await server.create_database("jobwire"), None
     else:
@@ -114,6 +115,9 @@ async def measure(server: Server, args: argparse.Namespace) -> tuple[dict[str, A
             "idle_latency": lambda r: latency.idle_latency(t, args.latency_jobs, r),
         }
         for run in range(1, args.runs + 1):
+            peers_first = run % 2 == 0
+            if peer_dsns and peers_first:
+                await peers_round(server, peer_dsns, args, run, peer_runs)
             for name, step in steps.items():
                 if not wanted(args, name):
                     continue
@@ -121,7 +125,7 @@ async def measure(server: Server, args: argparse.Namespace) -> tuple[dict[str, A
                     res = await step(run)
                 runs.setdefault(name, []).append(res)
                 log(f"jobwire {name} run {run}: {json.dumps({k: v for k, v in res.items() if k != 'states'})}")
-            if peer_dsns:
+            if peer_dsns and not peers_first:
                 await peers_round(server, peer_dsns, args, run, peer_runs)
         if args.rss_jobs and wanted(args, "drain_rss"):
             rss_run = await drain.drain(t, "sync", args.rss_jobs, 0)
