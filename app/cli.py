@@ -42,7 +42,7 @@ def _serve(args: argparse.Namespace) -> None:
             await super().startup(sockets)
             # What start-up built (FastAPI, pydantic, SQLAlchemy, the services) lives as long as
             # the process: move it out of the cyclic collector's reach, so its full collections
-            # walk only what requests create (batch enqueue +25 % on 2 cores, bench/README.md).
+            # walk only what requests create (batch enqueue +21 % on 2 cores, bench/README.md).
             gc.collect()
             gc.freeze()
 
