@@ -168,6 +168,7 @@ Index("ix_job_schedules_next_fire", job_schedules.c.next_fire_at, postgresql_whe
 
 # Revision 20261130_0004: per schedule and firing slot ('' or the node id for EVERY_INSTANCE), the
 # instant up to which every fire was made or given up, and the fire QUEUE_ONE holds back.
+# Revision 20261201_0009: the slot's own next instant (an EVERY_INSTANCE node is due by it).
 job_schedule_fires = Table(
     "job_schedule_fires",
     metadata,
@@ -175,6 +176,7 @@ job_schedule_fires = Table(
     Column("fire_node", Text, primary_key=True),
     Column("handled_until", TS, nullable=False),
     Column("pending_fire_at", TS),
+    Column("next_fire_at", TS),
 )
 
 job_handlers = Table(

@@ -193,6 +193,10 @@ def test_the_wheel_ships_the_migration_scripts(tmp_path: Path) -> None:
     shipped = {Path(n).name for n in versions}
     assert shipped == {p.name for p in (REPO / "alembic" / "versions").glob("*.py")}
     assert "app/db/sql/executions.sql" in names and "app/db/sql/handlers.sql" in names
+    # The functions' current text, and the revisions' frozen copies of it.
+    assert "app/db/sql/functions/jobwire_claim.sql" in names
+    assert "app/_migrations/versions/20261201_0009/jobwire_claim.sql" in names
+    assert "app/_migrations/versions/20261201_0009/before/jobwire_claim.sql" in names
 
     # Installed from the wheel (a pure-Python wheel unpacked is an install), not from this checkout:
     # the scripts are found through importlib.resources.

@@ -4,7 +4,7 @@
 -- expands to the curated transition event of DESIGN §4, written in the same statement.
 
 -- name: executions_insert
--- Insert a batch of DELAYED jobs through jobwire_enqueue(jobs jsonb) (revision 20261130_0002), the
+-- Insert a batch of DELAYED jobs through jobwire_enqueue(jobs jsonb) (app/db/sql/functions), the
 -- one insert path the API shares with applications: validation, defaults, idempotency keys, the
 -- ENQUEUED events and the NOTIFY all happen there. One row per item in input order (ord); created
 -- is false where an idempotency key returned an execution stored before.
@@ -18,10 +18,9 @@ SELECT $COLUMNS, idempotency_key, request_hash FROM job_executions WHERE idempot
 SELECT $COLUMNS FROM job_executions WHERE id = :id
 
 -- name: executions_claim
--- The dispatcher's claim: jobwire_claim (revision 20261130_0005) takes the advisory locks
--- (stateful queues, limited handlers) and then claims up to :n due jobs, best first, marking them
--- PROCESSING with their events (a shorter statement when no claim rule is in play: revision
--- 20261130_0007); one statement, so on its own it is one round trip. :queues NULL
+-- The dispatcher's claim: jobwire_claim (app/db/sql/functions/jobwire_claim.sql) takes the advisory
+-- locks (stateful queues, limited handlers) and then claims up to :n due jobs, best first, marking
+-- them PROCESSING with their events; one statement, so on its own it is one round trip. :queues NULL
 -- claims from every queue. The JSON documents come as text, to be embedded in the request body
 -- as they are (no decoding and encoding again on the way to the handler).
 SELECT id, job_id, job_type, handler, queue, attempt, max_attempts, CAST(payload AS text) AS payload,

@@ -1,0 +1,23 @@
+-- An RFC 3339 time with a zone (Z or ±hh:mm) as timestamptz, or NULL: for `run_at` in
+-- jobwire_enqueue. NULL too for a time outside the years 1-9999 in UTC (asyncpg cannot carry it)
+-- and for a date the pattern cannot see is wrong (2030-02-30).
+CREATE OR REPLACE FUNCTION jobwire_parse_time(value text) RETURNS timestamptz
+LANGUAGE plpgsql STABLE STRICT
+SET search_path FROM CURRENT
+AS $function$
+DECLARE
+    parsed timestamptz;
+BEGIN
+    -- RFC 3339 with a zone (Z or ±hh:mm); the result must fit years 1-9999 in UTC.
+    IF value IS NULL OR value !~ '^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$' THEN
+        RETURN NULL;
+    END IF;
+    parsed := CAST(value AS timestamptz);
+    IF parsed < TIMESTAMPTZ '0001-01-01 00:00:00+00' OR parsed > TIMESTAMPTZ '9999-12-31 23:59:59.999999+00' THEN
+        RETURN NULL;
+    END IF;
+    RETURN parsed;
+EXCEPTION WHEN data_exception THEN  -- e.g. 2030-02-30: the pattern cannot see the calendar
+    RETURN NULL;
+END
+$function$;
