@@ -15,6 +15,7 @@ from starlette.responses import Response
 from app.api.responses import problem
 from app.domain.errors import (
     Conflict,
+    DatabaseContention,
     DatabaseUnavailable,
     Forbidden,
     InvalidTransition,
@@ -81,6 +82,9 @@ def problem_for(exc: Exception, request: Request | None = None) -> Response:
     # Connection-level failures that escaped a transaction are an outage, not a bug.
     if isinstance(exc, (DatabaseUnavailable, OSError, ConnectionError)):
         return problem(503, "the database is unreachable; retry shortly", headers={"retry-after": "5"})
+    if isinstance(exc, DatabaseContention):
+        return problem(503, "concurrent requests for the same rows kept colliding (serialization failure or "
+                            "deadlock) and this one was tried several times; send it again", headers={"retry-after": "1"})
     if isinstance(exc, StarletteHTTPException):
         detail = exc.detail if isinstance(exc.detail, str) else "request refused"
         return problem(exc.status_code, detail, headers=getattr(exc, "headers", None))
@@ -95,5 +99,5 @@ async def _handle(request: Request, exc: Exception) -> Response:
 
 def install(app: FastAPI) -> None:
     for error in (RequestValidationError, ValidationFailed, PayloadTooLarge, *_STATUSES, Unauthenticated,
-                  DatabaseUnavailable, StarletteHTTPException, Exception):
+                  DatabaseUnavailable, DatabaseContention, StarletteHTTPException, Exception):
         app.add_exception_handler(error, _handle)

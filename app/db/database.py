@@ -9,12 +9,15 @@ import asyncpg
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.domain.errors import DatabaseUnavailable
+from app.domain.errors import DatabaseContention, DatabaseUnavailable
 
 # SQLSTATEs that mean "the server is not there for us right now", not "this statement is wrong":
 # connection exceptions (08…), admin/crash shutdown, cannot connect now, too many connections,
 # and a database refusing connections.
 _UNAVAILABLE_PREFIXES = ("08", "57P01", "57P02", "57P03", "53300", "55000")
+# SQLSTATEs that mean "another transaction won this time": serialization failure, deadlock. The
+# transaction changed nothing; run again, it may well succeed.
+_CONTENTION = ("40001", "40P01")
 
 
 def _sqlstate(exc: BaseException) -> str | None:
@@ -31,6 +34,12 @@ def _sqlstate(exc: BaseException) -> str | None:
 # "terminating connection" of a backend killed while the connection sat in the pool, read just
 # before the socket closes. No statement was sent; the connection is finished either way.
 _DRIVER_CONNECTION_ERRORS = (asyncpg.InterfaceError, asyncpg.exceptions.InternalClientError)
+
+
+def is_contention(exc: BaseException) -> bool:
+    if isinstance(exc, asyncpg.PostgresError):
+        return exc.sqlstate in _CONTENTION
+    return isinstance(exc, DBAPIError) and _sqlstate(exc) in _CONTENTION
 
 
 def is_connection_problem(exc: BaseException) -> bool:
@@ -86,6 +95,8 @@ class Database:
                 if not isinstance(exc, DBAPIError):  # the driver's own: SQLAlchemy does not know
                     await _invalidate(conn, exc)
                 raise DatabaseUnavailable(_first_line(exc)) from exc
+            if is_contention(exc):
+                raise DatabaseContention(_first_line(exc)) from exc
             raise
         finally:
             try:

@@ -74,3 +74,8 @@ class Forbidden(JobwireError):
 
 class DatabaseUnavailable(JobwireError):
     """PostgreSQL cannot be reached (or dropped the connection); retry later."""
+
+
+class DatabaseContention(JobwireError):
+    """A transaction kept losing to concurrent ones (a serialization failure or a deadlock,
+    SQLSTATE 40001 or 40P01) however often it was tried; the request may be sent again."""

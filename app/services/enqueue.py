@@ -13,6 +13,7 @@ from app.domain.errors import FieldError, PayloadTooLarge, ValidationFailed
 from app.domain.executions import Execution, NewJob
 from app.domain.metrics import NodeCounters
 from app.services.grouping import Group
+from app.services.retrying import retry_contention
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +74,11 @@ class EnqueueService:
             raise _renamed(exc, field_prefix) from None
 
     async def _insert(self, jobs: Sequence[NewJob]) -> list[Enqueued]:
-        # One statement, atomic on its own: no BEGIN and COMMIT round trips.
+        return await retry_contention(lambda: self._insert_once(jobs))
+
+    async def _insert_once(self, jobs: Sequence[NewJob]) -> list[Enqueued]:
+        # One statement, atomic on its own: no BEGIN and COMMIT round trips. A deadlock or a
+        # serialization failure rolled it back whole: _insert runs it again.
         async with self.db.autocommit() as conn:
             done = await self.executions.enqueue(conn, jobs)
         self.counters.jobs_enqueued += sum(1 for _, created in done if created)

@@ -14,8 +14,10 @@ statements of one item each, every arrival during the large one starting the sec
 `max_running`, so one stalled statement does not hold every caller.
 
 Each caller gets exactly the outcome it would have had alone: a group whose statement raises
-(one item refused, a lost connection) runs each of its items again alone, each its own statement
-(the failed one changed nothing: a statement is atomic). A statement is awaited until it ends
+(one item refused) runs each of its items again alone, each its own statement (the failed one
+changed nothing: a statement is atomic). Only an unreachable database fails the whole group at
+once: every caller gets DatabaseUnavailable, and the database that is down is not sent one
+statement per item. A statement is awaited until it ends
 even if its callers are cancelled, so a caller that goes away never leaves a write half-known.
 """
 
@@ -24,6 +26,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
+
+from app.domain.errors import DatabaseUnavailable
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -86,6 +90,11 @@ class Group(Generic[T, R]):
                 return
             try:
                 results = await self._run_many([item for item, _ in batch])
+            except DatabaseUnavailable as exc:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(DatabaseUnavailable(str(exc)))
+                return
             except Exception:
                 await asyncio.gather(*(_settle(future, self._run_one(item)) for item, future in batch))
                 return

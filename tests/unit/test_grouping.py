@@ -130,3 +130,23 @@ async def test_a_statement_under_way_completes_when_its_caller_is_cancelled() ->
         await call
     await asyncio.sleep(0.05)
     assert r.finished == [[7]]  # ran to its end: the write it made is not left half-known
+
+
+async def test_an_unreachable_database_fails_the_whole_group_without_a_statement_per_item() -> None:
+    from app.domain.errors import DatabaseUnavailable
+
+    r = Recorder()
+
+    async def many(items: Sequence[int]) -> list[int]:
+        r.runs.append(list(items))
+        await asyncio.sleep(0.01)
+        raise DatabaseUnavailable("connection refused")
+
+    async def one(item: int) -> int:
+        [result] = await many([item])
+        return result
+
+    group = Group(many, one)
+    outcomes = await asyncio.gather(*(group(i) for i in range(10)), return_exceptions=True)
+    assert all(isinstance(o, DatabaseUnavailable) for o in outcomes)
+    assert r.runs == [[0], list(range(1, 10))]  # the lone first call, then the group: nothing item by item
