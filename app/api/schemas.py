@@ -19,6 +19,7 @@ from pydantic import (
 from app.domain.executions import NewJob
 from app.domain.logs import MAX_ENTRIES_PER_CALL
 from app.domain.names import NAME_PATTERN
+from app.domain.states import ABANDONED_ERROR_PREFIX
 
 SEVEN_DAYS = 7 * 86400
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -173,7 +174,18 @@ class BatchOut(BaseModel):
 
 class CompletionError(StrictModel):
     message: Annotated[str, Strict()] = ""
-    type: Annotated[str, Strict(), StringConstraints(max_length=100)] | None = None
+    type: Annotated[str, Strict(), StringConstraints(max_length=100)] | None = Field(
+        None, description="the attempt's error_type (default `handler_failed`). Types beginning with "
+                          "`abandoned_` are Jobwire's own (an attempt it abandoned, which a late success may "
+                          "still win over) and are refused with 422")
+
+    @field_validator("type")
+    @classmethod
+    def _not_an_abandonment(cls, value: str | None) -> str | None:
+        if value is not None and value.startswith(ABANDONED_ERROR_PREFIX):
+            raise ValueError(f"types beginning with {ABANDONED_ERROR_PREFIX!r} are reserved for attempts "
+                             "Jobwire abandoned itself")
+        return value
 
 
 class CompleteIn(StrictModel):

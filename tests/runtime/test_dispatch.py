@@ -175,6 +175,26 @@ async def test_a_failure_reply_dead_letter_is_not_overridden_by_a_late_success(a
     assert late.status_code == 200 and late.json()["state"] == "DEAD_LETTER"
 
 
+async def test_a_handler_cannot_report_a_failure_that_looks_like_an_abandonment(api, handler):
+    """Only abandonments Jobwire recorded itself lose to a late success: a reported failure of
+    type abandoned_* is refused (422 naming error.type), so a failure stays a failure."""
+    await register(api, "accepts", handler.route("/accepts", status(202)))
+    job = await enqueue(api, handler="accepts", max_attempts=1)
+    await handler.wait_for(1)
+    sent = handler.received[0]
+    forged = await complete(api, sent, outcome="failed", retryable=False,
+                            error={"message": "bad input", "type": "abandoned_deadline"})
+    assert forged.status_code == 422, forged.text
+    assert [e["field"] for e in forged.json()["errors"]] == ["error.type"]
+    assert (await api.get(f"/v1/executions/{job['id']}")).json()["state"] == "PROCESSING"
+
+    failed = await complete(api, sent, outcome="failed", retryable=False,
+                            error={"message": "bad input", "type": "validation"})
+    assert failed.json()["state"] == "DEAD_LETTER"
+    late = await complete(api, sent, outcome="succeeded")
+    assert late.json()["state"] == "DEAD_LETTER"
+
+
 async def test_callback_tokens_missing_forged_foreign_and_stale(api, handler):
     await register(api, "accepts", handler.route("/accepts", status(202)))
     one = await enqueue(api, handler="accepts", max_attempts=3)
