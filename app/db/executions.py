@@ -224,6 +224,15 @@ class ExecutionRepository:
         rows = await conn.execute(stmt, {**params, "nodes": list(nodes), "keep": list(keep), "n": n})
         return [to_execution(r) for r in rows]
 
+    async def release_undispatched(self, conn: AsyncConnection, node: str, n: int,
+                                   keep: Sequence[UUID]) -> list[Execution]:
+        """Up to n PROCESSING executions `node` holds, but not `keep`, back to ENQUEUED with the same
+        attempt: claimed, never dispatched."""
+        stmt = _with_states(Q["executions_release_undispatched"]).bindparams(bindparam("keep", type_=ARRAY(UUID_TYPE)))
+        rows = await conn.execute(stmt, {"node": node, "n": n, "keep": list(keep),
+                                         "from_states": list(states.UNDISPATCHED_FROM)})
+        return [to_execution(r) for r in rows]
+
     async def abandon_past_deadline(self, conn: AsyncConnection, n: int, *, error: str,
                                     error_type: str) -> list[Execution]:
         """Abandon up to n PROCESSING executions whose deadline has passed, retried at once."""

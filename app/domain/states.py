@@ -15,7 +15,8 @@ class JobState(StrEnum):
     ENQUEUED = "ENQUEUED"
     # Claimed: its HTTP call is in flight (locked_by = node) or the handler accepted it
     # with 202 (locked_by cleared). The dispatcher, a completion callback, a cancel, the
-    # coordinator's deadline and dead-node scans move it on.
+    # coordinator's deadline and dead-node scans move it on. A node that claimed it but never
+    # dispatched it (the reply to its claim was lost) puts it back to ENQUEUED, same attempt.
     PROCESSING = "PROCESSING"
     # Done. Terminal.
     SUCCEEDED = "SUCCEEDED"
@@ -36,7 +37,7 @@ S = JobState
 
 TRANSITIONS: dict[JobState, frozenset[JobState]] = {
     S.ENQUEUED: frozenset({S.PROCESSING, S.CANCELLED}),
-    S.PROCESSING: frozenset({S.SUCCEEDED, S.FAILED, S.CANCELLED, S.ABANDONED, S.DEAD_LETTER}),
+    S.PROCESSING: frozenset({S.SUCCEEDED, S.FAILED, S.CANCELLED, S.ABANDONED, S.DEAD_LETTER, S.ENQUEUED}),
     S.SUCCEEDED: frozenset(),
     S.FAILED: frozenset({S.ENQUEUED, S.DEAD_LETTER}),
     S.CANCELLED: frozenset({S.ENQUEUED}),
@@ -58,6 +59,8 @@ CANCEL_FROM = (S.ENQUEUED, S.PROCESSING)
 MANUAL_RETRY_FROM = (S.DEAD_LETTER, S.CANCELLED)
 FAIL_FROM = (S.PROCESSING,)
 ABANDON_FROM = (S.PROCESSING,)
+# Claimed, never dispatched: back to ENQUEUED with the same attempt.
+UNDISPATCHED_FROM = (S.PROCESSING,)
 # A success for the current attempt also wins over ABANDONED and over a DEAD_LETTER
 # reached by abandoning (error_type abandoned_*): its work did finish.
 SUCCEED_FROM = (S.PROCESSING, S.ABANDONED, S.DEAD_LETTER)

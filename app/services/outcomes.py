@@ -47,20 +47,18 @@ class OutcomeService:
             return await self.executions.claim(conn, c.node_id, n, c.queues, c.default_timeout)
 
     async def release_untracked(self, tracked: Sequence[UUID]) -> int:
-        """Abandon (and re-enqueue at once) what this node holds but is not working on: rows a
+        """Put back (ENQUEUED, same attempt) what this node holds but is not working on: rows a
         claim committed although its reply was lost with the connection. Their calls were never
-        made, so running them again is no duplicate."""
+        made, so no attempt is spent and nothing runs twice."""
         total = 0
         while True:
             async with self.db.transaction() as conn:
-                ended = await self.executions.abandon_held_by(
-                    conn, [self.claim_config.node_id], 500, keep=tracked,
-                    error="the claim's reply was lost with its connection; never dispatched",
-                    error_type=ErrorType.ABANDONED_NODE)
-                if ended:
+                released = await self.executions.release_undispatched(
+                    conn, self.claim_config.node_id, 500, keep=tracked)
+                if released:
                     await self.executions.notify(conn, self.db.notify_channel)
-            total += len(ended)
-            if len(ended) < 500:
+            total += len(released)
+            if len(released) < 500:
                 return total
 
     async def record(self, results: Sequence[tuple[ClaimedJob, Outcome]]) -> None:

@@ -347,6 +347,43 @@ class Rollback(Exception):
 Operation = Callable[[AsyncConnection, uuid.UUID], Awaitable[Any]]
 
 
+async def test_a_claim_whose_reply_was_lost_returns_to_enqueued_with_the_same_attempt(db: Database,
+                                                                                      handler: str) -> None:
+    """The node reconciles after a claim failed mid-flight: rows it holds but never dispatched go
+    back to ENQUEUED at the same attempt (nothing ran, so no attempt is spent); the one it is
+    working on stays; a CRON fire keeps its instant and runs."""
+    from app.domain.retry import RetryPolicy
+    from app.services.outcomes import ClaimConfig, OutcomeService
+
+    lost = await enqueued(db, max_attempts=1)
+    working = await enqueued(db)
+    fire = await enqueued(db)
+    async with db.transaction() as conn:
+        await conn.execute(text("UPDATE job_executions SET job_type = 'CRON', fire_at = now() - interval '1 s', "
+                                "fire_node = '' WHERE id = :id"), {"id": fire})
+        claimed = await repo.claim(conn, "node-1", 10, [], default_timeout=60.0)
+    assert {c.id for c in claimed} == {lost, working, fire}
+    fire_at = (await get(db, fire)).scheduled_at
+
+    service = OutcomeService(db, RetryPolicy(), ClaimConfig("node-1", (), 60.0))
+    assert await service.release_untracked([working]) == 2
+
+    for execution_id in (lost, fire):
+        back = await get(db, execution_id)
+        assert (back.state, back.attempt, back.locked_by, back.started_at, back.deadline_at) == (
+            S.ENQUEUED, 0, None, None, None)
+        assert trail(await events(db, execution_id)) == [("ENQUEUED", 0), ("PROCESSING", 0), ("ENQUEUED", 0)]
+    assert (await get(db, fire)).scheduled_at == fire_at
+    assert (await get(db, working)).state is S.PROCESSING
+    # A max_attempts of 1 is not spent: the lost claim is claimed and run as attempt 0.
+    async with db.transaction() as conn:
+        again = await repo.claim(conn, "node-2", 10, [], default_timeout=60.0)
+    assert sorted((c.id, c.attempt) for c in again) == sorted([(lost, 0), (fire, 0)])
+    # Another node's rows, and rows of this node already past PROCESSING, are left alone.
+    assert await service.release_untracked([]) == 1  # `working`: node-1 still holds it
+    assert (await get(db, lost)).locked_by == "node-2"
+
+
 async def op_claim(conn: AsyncConnection, _: uuid.UUID) -> Any:
     return await repo.claim(conn, "node-1", 1, [], default_timeout=60.0)
 

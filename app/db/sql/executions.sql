@@ -165,6 +165,28 @@ WITH t AS (
     FOR UPDATE SKIP LOCKED
 ), $end_attempt
 
+-- name: executions_release_undispatched
+-- Rows :node claimed but never dispatched (a claim that committed although its reply was lost
+-- with the connection), all but the :keep ids it is working on: back to ENQUEUED with the same
+-- attempt, still due as before (no call was made, so nothing ran and no attempt is spent; a CRON
+-- fire still runs for its instant). A batch at a time, with an event each.
+WITH t AS (
+    SELECT id FROM job_executions
+    WHERE state = 'PROCESSING' AND locked_by = :node AND id <> ALL(CAST(:keep AS uuid[]))
+    ORDER BY id
+    LIMIT :n
+    FOR UPDATE SKIP LOCKED
+), u AS (
+    UPDATE job_executions e
+    SET state = 'ENQUEUED', started_at = NULL, deadline_at = NULL, locked_by = NULL, updated_at = now()
+    FROM t
+    WHERE e.id = t.id AND e.state = ANY(CAST(:from_states AS text[])) AND e.locked_by = :node
+    RETURNING $E_COLUMNS
+), ev AS (
+    INSERT INTO job_events (execution_id, event) SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u
+)
+SELECT $COLUMNS FROM u
+
 -- name: executions_abandon_past_deadline
 -- Deadline enforcement: abandon attempts whose deadline (database time) has passed, whoever
 -- holds them (a node's hanging call, or a handler that accepted with 202 and went quiet).
