@@ -53,5 +53,6 @@ def apply(bind: Connection, directory: Path) -> None:
         for _, path in sorted(files_for(directory, major).items()):
             bind.exec_driver_sql(path.read_text(encoding="utf-8"))
     finally:
-        bind.execute(text("SELECT set_config('search_path', :path, true), set_config('check_function_bodies', :check, true)"),
+        bind.execute(text("SELECT set_config('search_path', :path, true), "
+                          "set_config('check_function_bodies', :check, true)"),
                      {"path": previous[0], "check": previous[1]})

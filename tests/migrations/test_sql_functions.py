@@ -32,13 +32,6 @@ def test_every_function_file_equals_its_copy_in_the_newest_revision_that_carries
             "revision with a copy of its whole new text")
 
 
-def test_no_revision_copy_is_a_function_the_files_no_longer_have() -> None:
-    names = {p.name for p in current_directory().glob("*.sql")}
-    for directory in revision_copies():
-        for copy in directory.glob("*.sql"):
-            assert copy.name in names, f"{directory.name}/{copy.name}: dropped functions need their file removed here too"
-
-
 def test_a_server_version_variant_is_chosen_from_its_major_version_on(tmp_path: Path) -> None:
     for name in ("f.sql", "f.pg18.sql", "g.sql"):
         (tmp_path / name).write_text("")
