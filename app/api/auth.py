@@ -38,6 +38,7 @@ def check_key(keys: tuple[bytes, ...], authorization: str | None) -> None:
     token = bearer_from(authorization)
     if token is None:
         raise Unauthenticated("an API key is required: Authorization: Bearer <key>")
-    given = token.encode()
+    # surrogatepass: a str that is no header value (a lone surrogate) is a wrong key, not a crash.
+    given = token.encode("utf-8", "surrogatepass")
     if not any(hmac.compare_digest(given, key) for key in keys):
         raise Unauthenticated("the API key is not valid")

@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.api.auth import check_api_key
 from app.api.responses import problem
 from app.domain.jsonsafety import UnstorableJson, check_storable
+from app.domain.jsontext import loads
 
 
 # Refusing a body, read and discard up to this much more of it (briefly) before answering.
@@ -96,8 +97,9 @@ async def _discard_body(receive: Receive, budget: int) -> None:
 
 
 class StrictJSONRoute(APIRoute):
-    """Parses JSON bodies with orjson and refuses what PostgreSQL cannot store, before
-    FastAPI validates them: NaN, Infinity, 1e400, lone surrogates, \\u0000, nesting > 64."""
+    """Parses JSON bodies (orjson, integers past 64 bits kept exactly: app/domain/jsontext.py) and
+    refuses what PostgreSQL cannot store, before FastAPI validates them: NaN, Infinity, 1e400,
+    lone surrogates, \\u0000, nesting > 64."""
 
     # The body is parsed here, before FastAPI runs the route's dependencies (its API-key check
     # among them): management routes check the key first, so a caller without one gets 401
@@ -117,7 +119,7 @@ class StrictJSONRoute(APIRoute):
             body = await request.body()
             if body:
                 try:
-                    document = orjson.loads(body)
+                    document = loads(body)
                 except orjson.JSONDecodeError as exc:
                     raise RequestValidationError(
                         [{"type": "json_invalid", "loc": ("body",), "msg": f"malformed JSON: {exc}", "input": None}]
@@ -155,5 +157,5 @@ def _path_parts(path: str) -> tuple[str | int, ...]:
         if name:
             parts.append(name)
         for index in filter(None, rest.replace("]", "").split("[")) if rest else []:
-            parts.append(int(index) if index.isdigit() else index)
+            parts.append(int(index) if index.isascii() and index.isdigit() else index)
     return tuple(parts)

@@ -6,7 +6,7 @@ solving and the request and response wrappers: about as much CPU as the database
 it runs (py-spy, `python -m bench --only enqueue_single --profile DIR`). HotRoutes, an ASGI
 middleware in front of FastAPI's routing, serves a well-formed request of those routes itself
 with the same pieces the FastAPI routes use: the API-key check, the body cap, strict JSON
-(orjson and check_storable), the same pydantic models, the same operations (routes_jobs,
+(app.domain.jsontext and check_storable), the same pydantic models, the same operations (routes_jobs,
 routes_callbacks) and the same problem documents (errors.problem_for).
 
 Whatever it does not serve as a matter of course goes on to FastAPI untouched, with the body
@@ -35,6 +35,7 @@ from app.api.schemas import BatchIn, CompleteIn, JobIn
 from app.api.services import Services
 from app.domain.errors import Unauthenticated
 from app.domain.jsonsafety import UnstorableJson, check_storable
+from app.domain.jsontext import loads
 
 Headers = dict[bytes, bytes]
 Operation = Callable[[Services, Any, Headers, str], Awaitable[tuple[dict[str, Any], int]]]
@@ -161,7 +162,7 @@ class HotRoutes:
 def _parse(route: HotRoute, body: bytes) -> BaseModel | None:
     """The body as the route's model; None for anything FastAPI should refuse (and word)."""
     try:
-        document = orjson.loads(body)
+        document = loads(body)
         check_storable(document)
         return route.model.model_validate(document)
     except (orjson.JSONDecodeError, UnstorableJson, ValidationError):

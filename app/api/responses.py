@@ -7,10 +7,14 @@ from typing import Any
 import orjson
 from starlette.responses import JSONResponse, Response
 
+from app.domain.jsontext import dumps
+
 
 class FastJSON(JSONResponse):
+    # Stored JSON comes with integers past 64 bits as orjson fragments, written as their digits;
+    # dumps also writes a Python int past 64 bits (orjson alone refuses it).
     def render(self, content: Any) -> bytes:
-        return orjson.dumps(content, option=orjson.OPT_UTC_Z)
+        return dumps(content, option=orjson.OPT_UTC_Z)
 
 
 PROBLEM_TYPES = {

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import orjson
 from sqlalchemy import text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from app.domain.jsontext import dumps, loads
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +53,11 @@ def create_engine(config: DatabaseConfig) -> AsyncEngine:
         pool_timeout=config.pool_timeout,
         pool_pre_ping=False,
         pool_recycle=1800,
-        json_serializer=lambda v: orjson.dumps(v).decode(),
-        json_deserializer=orjson.loads,
+        # jsonb both ways, SQLAlchemy's statements and raw asyncpg ones (app/db/raw.py) alike: an
+        # integer past 64 bits is read as an orjson.Fragment of its digits, and written back as them
+        # (as is a Python int past 64 bits, which orjson alone refuses).
+        json_serializer=lambda v: dumps(v).decode(),
+        json_deserializer=loads,
         connect_args=connect_args(config.schema),
     )
 

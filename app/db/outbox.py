@@ -30,8 +30,9 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-import orjson
 from sqlalchemy import text
+
+from app.domain.jsontext import dumps
 
 RESULT_COLUMNS = "ord, created, id, job_id, state, scheduled_at"
 
@@ -52,8 +53,9 @@ def function_name(schema: str | None = None) -> str:
 
 
 def jobs_json(jobs: Iterable[Mapping[str, Any]]) -> str:
-    """The function's argument: a JSON array (datetimes as RFC 3339, UUIDs as strings)."""
-    return orjson.dumps(list(jobs)).decode()
+    """The function's argument: a JSON array (datetimes as RFC 3339, UUIDs as strings, integers
+    past 64 bits as their digits)."""
+    return dumps(list(jobs)).decode()
 
 
 async def enqueue(conn: Any, jobs: Iterable[Mapping[str, Any]], *, schema: str | None = None) -> list[EnqueuedJob]:

@@ -47,18 +47,29 @@ _MONTH = _Field("month", 1, 12, _MONTHS)
 _DOW = _Field("day of week", 0, 7, _DAYS)
 
 
+def _is_number(token: str) -> bool:
+    # ASCII 0-9 only: str.isdigit() also takes '١' (Arabic-Indic one), which int() reads as 1,
+    # and '²', which int() refuses.
+    return token.isascii() and token.isdigit()
+
+
+def _significant(digits: str) -> str:
+    # int() refuses more than 4300 digits; the caller judges a long number by its length.
+    return digits.lstrip("0") or "0"
+
+
 def _value(token: str, f: _Field) -> int:
     upper = token.upper()
     if f.names and upper in f.names:
         return f.names[upper]
-    if not token.isdigit():
-        if any(c in upper for c in "LW") and upper.rstrip("LW").isdigit() or upper in ("L", "W", "LW"):
+    if not _is_number(token):
+        if any(c in upper for c in "LW") and _is_number(upper.rstrip("LW")) or upper in ("L", "W", "LW"):
             raise CronError(f"{f.name}: Quartz syntax {token!r} (L, W) is not supported")
         raise CronError(f"{f.name}: {token!r} is not a number" + (" or a name" if f.names else ""))
-    number = int(token)
-    if not f.low <= number <= f.high:
-        raise CronError(f"{f.name}: {number} is outside {f.low}-{f.high}")
-    return number
+    digits = _significant(token)
+    if len(digits) > 2 or not f.low <= int(digits) <= f.high:  # every field's numbers have 1-2 digits
+        raise CronError(f"{f.name}: {digits} is outside {f.low}-{f.high}")
+    return int(digits)
 
 
 def _parse_field(text: str, f: _Field) -> frozenset[int]:
@@ -72,9 +83,11 @@ def _parse_field(text: str, f: _Field) -> frozenset[int]:
         base, slash, step_text = part.partition("/")
         step = 1
         if slash:
-            if not step_text.isdigit() or int(step_text) == 0:
+            if not _is_number(step_text) or _significant(step_text) == "0":
                 raise CronError(f"{f.name}: step {step_text!r} must be a positive number")
-            step = int(step_text)
+            digits = _significant(step_text)
+            # A step past the field's span takes the first value only, however long its number.
+            step = int(digits) if len(digits) <= 3 else f.high + 1
         if base == "*":
             low, high = f.low, f.high
         elif "-" in base:
@@ -140,6 +153,9 @@ def parse(text: str) -> CronExpression:
     """Parse a 5- or 6-field expression; CronError says what is wrong."""
     if not isinstance(text, str) or not text.strip():
         raise CronError("empty expression")
+    if not text.isascii():
+        odd = next(c for c in text if not c.isascii())
+        raise CronError(f"{odd!r} is not allowed: an expression is ASCII (digits 0-9, names such as MON, * , - /)")
     fields = text.split()
     if fields[0].startswith("@"):
         raise CronError(f"macros such as {fields[0]!r} are not supported; write the fields")

@@ -29,11 +29,13 @@ def parse_retry_after(value: str | None, now: datetime, cap: float) -> float | N
     if not value:
         return None
     value = value.strip()
+    if not value.isascii():  # both forms are ASCII: '١٢' is not 12 seconds, nor is '²' a number
+        return None
     if value.isdigit():
-        return min(float(value), cap)
+        return min(float(value), cap)  # float() takes any length (int() refuses over 4300 digits)
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):  # OverflowError: a 20-digit year
         return None
     if when.tzinfo is None:
         return None

@@ -48,6 +48,8 @@ def verify_callback_token(server_key: str, execution_id: object, token: str) -> 
     attempt_text, sep, mac = token.partition(".")
     if not sep or not (attempt_text.isascii() and attempt_text.isdigit()) or len(attempt_text) > 9:
         return None
+    if not mac.isascii():  # a MAC is base64url; anything else (a lone surrogate) cannot even be encoded
+        return None
     attempt = int(attempt_text)
     if not hmac.compare_digest(mac.encode(), _token_mac(server_key, execution_id, attempt).encode()):
         return None

@@ -33,9 +33,14 @@ def encode_cursor(execution: Execution) -> str:
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
+    """The (created_at, id) an encode_cursor() cursor holds; ValidationFailed naming `cursor` for
+    anything else, whatever it decodes to (a dict of two keys, numbers, non-ASCII digits)."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created, id_ = orjson.loads(raw)
+        pair = orjson.loads(raw)
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) and p.isascii() for p in pair)):
+            raise ValueError("not a [time, id] pair of ASCII strings")
+        created, id_ = pair
         when = datetime.fromisoformat(created)
         if when.tzinfo is None:
             raise ValueError("naive time")

@@ -1,0 +1,88 @@
+"""Numbers arrive as sent, in the database: jobwire_enqueue (the SQL path applications call)
+stores an integer beyond 64 bits exactly, and Jobwire reads it back exactly through either of
+its ways to the database (SQLAlchemy's statements, raw asyncpg ones: one jsonb codec)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import asyncpg
+import orjson
+import pytest
+from sqlalchemy import bindparam, text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import make_url
+
+from app.db import outbox
+from app.db.database import Database
+from app.db.executions import ExecutionRepository
+from app.db.handlers import HandlerRepository
+from app.domain.executions import NewJob
+from app.domain.jsontext import loads
+from app.domain.signing import new_handler_secret
+
+BIG = 123456789012345678901234567890
+JOB = (f'{{"handler": "h", "run_at": "2999-01-01T00:00:00Z", "payload": {{"n": {BIG}, "l": [{-BIG}, {2**64}]}}, '
+       f'"parameters": {{"p": {-(2**63) - 1}}}, "metadata": {{"m": {BIG}}}}}')
+
+
+@pytest.fixture
+async def conn(db: Database, database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A plain asyncpg connection, as an application has; handler h registered."""
+    async with db.transaction() as c:
+        await HandlerRepository().upsert(c, name="h", url="http://127.0.0.1:9/", timeout_seconds=None,
+                                         max_concurrency=None, stateful=False, new_secret=new_handler_secret())
+    connection = await asyncpg.connect(make_url(database_url).set(drivername="postgresql")
+                                       .render_as_string(hide_password=False))
+    yield connection
+    await connection.close()
+
+
+async def test_an_integer_beyond_64_bits_enqueued_in_sql_is_stored_exactly(conn: asyncpg.Connection) -> None:
+    async with conn.transaction():
+        [row] = await conn.fetch("SELECT id FROM jobwire_enqueue($1::jsonb)", f"[{JOB}]")
+    stored = await conn.fetchrow("SELECT payload::text, parameters::text, metadata::text FROM job_executions")
+    assert json.loads(stored["payload"]) == {"n": BIG, "l": [-BIG, 2**64]}
+    assert f"{BIG}" in stored["payload"] and f"{-BIG}" in stored["payload"]
+    assert stored["parameters"] == f'{{"p": {-(2**63) - 1}}}'
+    assert stored["metadata"] == f'{{"m": {BIG}}}'
+    event = await conn.fetchval("SELECT event::text FROM job_events WHERE execution_id = $1", row["id"])
+    assert f'"metadata": {{"m": {BIG}}}' in event
+
+
+async def test_jobwire_reads_an_integer_beyond_64_bits_back_exactly_either_way(
+        conn: asyncpg.Connection, db: Database) -> None:
+    async with conn.transaction():
+        [row] = await conn.fetch("SELECT id FROM jobwire_enqueue($1::jsonb)", f"[{JOB}]")
+    async with db.transaction() as c:  # SQLAlchemy's statement
+        through_sqlalchemy = await ExecutionRepository().get(c, row["id"])
+    async with db.autocommit() as c:  # raw asyncpg (app/db/raw.py): the enqueue's own rows
+        assert not c.in_transaction()  # so app.db.raw.fetch runs the statement on the driver itself
+        [(through_asyncpg, created)] = await ExecutionRepository().enqueue(c, [NewJob(
+            handler="h", job_id="again", payload=through_sqlalchemy.payload,
+            parameters=through_sqlalchemy.parameters, metadata=through_sqlalchemy.metadata)])
+    assert created
+    for execution in (through_sqlalchemy, through_asyncpg):
+        assert isinstance(execution.payload["n"], orjson.Fragment)
+        assert orjson.dumps(execution.payload) == f'{{"l":[{-BIG},{2**64}],"n":{BIG}}}'.encode()
+        assert orjson.dumps(execution.parameters) == f'{{"p":{-(2**63) - 1}}}'.encode()
+        assert orjson.dumps(execution.metadata) == f'{{"m":{BIG}}}'.encode()
+
+
+async def test_an_integer_beyond_64_bits_is_bound_as_jsonb_exactly(db: Database) -> None:
+    statement = text("SELECT CAST(:v AS jsonb)::text AS as_text, CAST(:v AS jsonb) AS back").bindparams(
+        bindparam("v", type_=JSONB))
+    value = {"fragment": loads(str(BIG)), "python": 2**70}
+    async with db.transaction() as c:
+        row = (await c.execute(statement, {"v": value})).one()
+    assert row.as_text == f'{{"python": {2**70}, "fragment": {BIG}}}'
+    assert orjson.dumps(row.back) == f'{{"python":{2**70},"fragment":{BIG}}}'.encode()
+
+
+async def test_a_python_int_beyond_64_bits_is_enqueued_exactly_through_the_outbox_helper(
+        conn: asyncpg.Connection) -> None:
+    async with conn.transaction():
+        await outbox.enqueue(conn, [{"handler": "h", "payload": {"n": BIG}, "metadata": {"m": -BIG}}])
+    stored = await conn.fetchrow("SELECT payload::text, metadata::text FROM job_executions")
+    assert (stored["payload"], stored["metadata"]) == (f'{{"n": {BIG}}}', f'{{"m": {-BIG}}}')
