@@ -93,6 +93,11 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
             app.state.node_id = node_id
             transport_class = Http11Transport if settings.dispatch_client == "http11" else AiohttpTransport
             transport = transport_class(settings.concurrency, settings.max_payload_bytes)
+            coordinator = Coordinator(
+                CoordinatorConfig(heartbeat_interval=settings.heartbeat_interval,
+                                  scan_interval=settings.scan_interval),
+                coordination,
+            )
             dispatcher = Dispatcher(
                 DispatcherConfig(concurrency=settings.concurrency, poll_interval=settings.poll_interval,
                                  public_url=settings.effective_public_url,
@@ -101,15 +106,11 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
                 transport,
                 callbacks.token_for,
                 counters,
+                expect_deadline=coordinator.expect_deadline,
             )
             counters.in_flight = lambda: dispatcher.in_flight
             listener = NotifyListener(asyncpg_dsn(url), db.notify_channel, dispatcher.wake,
                                       connect_args(settings.db_schema)["server_settings"])
-            coordinator = Coordinator(
-                CoordinatorConfig(heartbeat_interval=settings.heartbeat_interval,
-                                  scan_interval=settings.scan_interval),
-                coordination,
-            )
             scheduler = Scheduler(
                 SchedulerConfig(interval=settings.scheduler_interval),
                 SchedulingService(db, SchedulingConfig(node_id=node_id,

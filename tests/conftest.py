@@ -17,6 +17,7 @@ import httpx
 import pytest
 import uvicorn
 from aiohttp import web
+from hypothesis import settings as hypothesis_settings
 from sqlalchemy.engine import make_url
 
 from app.config import Settings
@@ -24,6 +25,13 @@ from app.db.database import Database
 from app.db.engine import DatabaseConfig, create_engine
 from app.db.migrate import upgrade_sync
 from app.main import create_app
+
+# Property tests: "ci" (the default) is deterministic and quick, a fixed example count with no
+# deadline (a loaded machine must not fail a test) and no example database written to the tree;
+# HYPOTHESIS_PROFILE=deep searches longer with fresh randomness.
+hypothesis_settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True, database=None)
+hypothesis_settings.register_profile("deep", max_examples=20_000, deadline=None, database=None)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 TABLES = ("job_logs", "job_steps", "job_events", "job_executions", "job_schedule_fires", "job_schedules",
           "job_handlers", "job_queues", "job_server_heartbeats")
@@ -264,3 +272,17 @@ async def wait_for_state(client: httpx.AsyncClient, execution_id: str, states: s
             return body
         await asyncio.sleep(0.02)
     raise AssertionError(f"execution {execution_id} stayed {body.get('state')}, expected {wanted}: {body}")
+
+
+def settled_scanner(db: Database, node: str = "scanner-z", batch_size: int = 500,
+                    heartbeat_timeout: float = 5.0) -> Any:
+    """A CoordinationService of a node connected for far longer than a heartbeat timeout (the
+    outage rule lets it judge other nodes at once)."""
+    from datetime import UTC, datetime
+
+    from app.domain.outage import OutageRule
+    from app.services.coordination import CoordinationConfig, CoordinationService
+
+    settled = OutageRule(heartbeat_timeout, healthy_since=datetime(2000, 1, 1, tzinfo=UTC))
+    config = CoordinationConfig(node_id=node, heartbeat_timeout=heartbeat_timeout, batch_size=batch_size)
+    return CoordinationService(db, config, outage=settled)

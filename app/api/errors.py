@@ -84,7 +84,8 @@ def problem_for(exc: Exception, request: Request | None = None) -> Response:
         return problem(503, "the database is unreachable; retry shortly", headers={"retry-after": "5"})
     if isinstance(exc, DatabaseContention):
         return problem(503, "concurrent requests for the same rows kept colliding (serialization failure or "
-                            "deadlock) and this one was tried several times; send it again", headers={"retry-after": "1"})
+                            "deadlock) and this one was tried several times; send it again",
+                       headers={"retry-after": "1"})
     if isinstance(exc, StarletteHTTPException):
         detail = exc.detail if isinstance(exc.detail, str) else "request refused"
         return problem(exc.status_code, detail, headers=getattr(exc, "headers", None))

@@ -35,7 +35,9 @@ router = APIRouter(prefix="/v1/executions", tags=["callbacks"], route_class=Stri
 @router.post("/{execution_id}/complete", response_model=ExecutionOut)
 async def complete(execution_id: UUID, body: CompleteIn, request: Request,
                    s: Services = Depends(services)) -> Response:
-    """Report the outcome of an accepted (202) attempt. One that cannot apply is a 200 no-op."""
+    """Report the outcome of an accepted (202) attempt. One that cannot apply is a 200 no-op.
+    `error.type` names the failure (default `handler_failed`); types beginning with `abandoned_`
+    are Jobwire's own (a late success may still win over those) and are refused with 422."""
     view, status = await complete_attempt(s, execution_id, body, bearer_token(request))
     return FastJSON(view, status_code=status)
 
@@ -57,7 +59,9 @@ async def complete_attempt(s: Services, execution_id: UUID, body: CompleteIn,
 async def progress(execution_id: UUID, body: ProgressIn, request: Request,
                    s: Services = Depends(services)) -> Response:
     """Store a progress snapshot (omitted fields keep their values) and extend the deadline to
-    now + timeout. `cancel_requested` is true once the execution is no longer PROCESSING."""
+    now + timeout (never past started_at + max_duration_seconds). During a synchronous call too:
+    the node waits for the moved deadline before it gives up on the call. `cancel_requested` is
+    true once the execution is no longer PROCESSING."""
     snapshot = body.model_dump(exclude_unset=True)
     cancel = await s.callbacks.report_progress(execution_id, bearer_token(request), snapshot or None)
     return FastJSON({"cancel_requested": cancel})
@@ -65,7 +69,9 @@ async def progress(execution_id: UUID, body: ProgressIn, request: Request,
 
 @router.post("/{execution_id}/heartbeat", response_model=CancelRequested)
 async def heartbeat(execution_id: UUID, request: Request, s: Services = Depends(services)) -> Response:
-    """Extend the deadline to now + timeout without a snapshot; answers `cancel_requested`."""
+    """Extend the deadline to now + timeout (never past started_at + max_duration_seconds)
+    without a snapshot, for an accepted attempt or during a synchronous call, which then waits
+    for the moved deadline; answers `cancel_requested`."""
     cancel = await s.callbacks.report_progress(execution_id, bearer_token(request), None)
     return FastJSON({"cancel_requested": cancel})
 

@@ -63,6 +63,9 @@ class Database:
         self.schema = schema
         self.notify_channel = f"jobwire_{schema or 'default'}_enqueued"
         self._autocommit: AsyncEngine | None = None
+        # How many times a unit of work found the database unreachable (the outage rule of
+        # app.domain.outage counts from the last one).
+        self.failures = 0
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
@@ -83,6 +86,7 @@ class Database:
         try:
             conn = await engine.connect()
         except Exception as exc:  # no connection at all: the database is not reachable
+            self.failures += 1
             raise DatabaseUnavailable(_first_line(exc)) from exc
         try:
             if begin:
@@ -94,6 +98,7 @@ class Database:
             if is_connection_problem(exc):
                 if not isinstance(exc, DBAPIError):  # the driver's own: SQLAlchemy does not know
                     await _invalidate(conn, exc)
+                self.failures += 1
                 raise DatabaseUnavailable(_first_line(exc)) from exc
             if is_contention(exc):
                 raise DatabaseContention(_first_line(exc)) from exc

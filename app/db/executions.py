@@ -192,9 +192,11 @@ class ExecutionRepository:
         error_type: str,
         retryable: bool,
         delay: float,
+        at_deadline: bool = False,
     ) -> Execution | None:
         """A failed (cause FAILED) or abandoned (cause ABANDONED) attempt and its retry, in one
-        statement. None when the attempt is no longer current or no longer PROCESSING."""
+        statement. None when the attempt is no longer current or no longer PROCESSING, or, for
+        an abandonment `at_deadline`, when its deadline (database time) has not passed."""
         from_states = states.FAIL_FROM if cause is states.JobState.FAILED else states.ABANDON_FROM
         row = (
             await conn.execute(
@@ -207,6 +209,7 @@ class ExecutionRepository:
                     "error_type": error_type,
                     "retryable": retryable,
                     "delay": float(delay),
+                    "at_deadline": at_deadline,
                     "from_states": list(from_states),
                 },
             )
@@ -245,6 +248,14 @@ class ExecutionRepository:
         # Abandoning is not the job's fault: the next attempt is due at once (no backoff).
         return {"cause": states.JobState.ABANDONED.value, "error": error, "error_type": error_type,
                 "delay": 0.0, "from_states": list(states.ABANDON_FROM)}
+
+    async def seconds_to_next_deadline(self, conn: AsyncConnection) -> float | None:
+        return (await conn.execute(Q["executions_next_deadline"])).scalar_one()
+
+    async def seconds_left(self, conn: AsyncConnection, execution_id: UUID, attempt: int) -> float | None:
+        """Seconds until the attempt's deadline (negative once past); None when it is no longer
+        PROCESSING at that attempt."""
+        return (await conn.execute(Q["execution_seconds_left"], {"id": execution_id, "attempt": attempt})).scalar()
 
     async def extend_deadline(
         self, conn: AsyncConnection, execution_id: UUID, attempt: int, *, default_timeout: float,

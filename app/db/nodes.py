@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db.queries import load
@@ -11,8 +13,12 @@ Q = load("nodes.sql")
 
 
 class NodeRepository:
-    async def heartbeat(self, conn: AsyncConnection, server_id: str) -> None:
-        await conn.execute(Q["node_heartbeat"], {"server_id": server_id})
+    async def heartbeat(self, conn: AsyncConnection, server_id: str) -> datetime:
+        """Write this node's heartbeat; returns the database time it wrote."""
+        return (await conn.execute(Q["node_heartbeat"], {"server_id": server_id})).scalar_one()
+
+    async def now(self, conn: AsyncConnection) -> datetime:
+        return (await conn.execute(Q["db_now"])).scalar_one()
 
     async def live(self, conn: AsyncConnection, timeout: float) -> list[Node]:
         rows = await conn.execute(Q["nodes_live"], {"timeout": float(timeout)})

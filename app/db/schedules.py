@@ -114,10 +114,11 @@ class ScheduleRepository:
         return to_execution(row) if row else None
 
     async def save_cursor(self, conn: AsyncConnection, schedule: Schedule, fire_node: str,
-                          handled_until: datetime, pending_fire_at: datetime | None) -> None:
+                          handled_until: datetime, next_fire_at: datetime | None,
+                          pending_fire_at: datetime | None) -> None:
         await conn.execute(Q["schedule_save_cursor"], {
             "job_id": schedule.job_id, "updated_at": schedule.updated_at, "fire_node": fire_node,
-            "handled_until": handled_until, "pending_fire_at": pending_fire_at})
+            "handled_until": handled_until, "next_fire_at": next_fire_at, "pending_fire_at": pending_fire_at})
 
     async def mark_fired(self, conn: AsyncConnection, schedule: Schedule, fired_at: datetime | None,
                          next_fire_at: datetime | None) -> None:

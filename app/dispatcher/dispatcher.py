@@ -41,12 +41,16 @@ class Dispatcher:
         transport: Transport,
         token_for: Callable[[UUID, int], str],
         counters: NodeCounters | None = None,
+        expect_deadline: Callable[[float], None] | None = None,
     ) -> None:
+        """expect_deadline(seconds): told the soonest deadline of each claim, so the node's
+        deadline scan can wake for it (an accepted attempt whose handler goes quiet)."""
         self.config = config
         self.outcomes = outcomes
         self.transport = transport
         self.token_for = token_for
         self.counters = counters or NodeCounters()
+        self.expect_deadline = expect_deadline
         self.completer: Completer[tuple[ClaimedJob, Outcome]] = Completer(outcomes.record)
         self._in_flight: dict[asyncio.Task[None], ClaimedJob] = {}
         self._wake = asyncio.Event()
@@ -76,6 +80,8 @@ class Dispatcher:
         jobs = await self.outcomes.claim(free)
         self.counters.claims += 1
         self.counters.jobs_claimed += len(jobs)
+        if jobs and self.expect_deadline is not None:
+            self.expect_deadline(min(job.seconds_left for job in jobs))
         for job in jobs:
             task = asyncio.create_task(self._execute(job), name=f"jobwire-call-{job.id}")
             self._in_flight[task] = job
@@ -126,7 +132,8 @@ class Dispatcher:
         callback_url = f"{self.config.public_url}/v1/executions/{job.id}"
         try:
             outcome = await call_handler(self.transport, job, callback_url, self.token_for(job.id, job.attempt),
-                                         self.config.retry_max_delay)
+                                         self.config.retry_max_delay,
+                                         seconds_left=lambda: self.outcomes.seconds_left(job.id, job.attempt))
         except asyncio.CancelledError:
             # Shutdown grace ran out: the attempt is abandoned (and retried by whoever claims next).
             self.completer.add((job, Outcome(OutcomeKind.ABANDONED, error="node shut down during the call",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -11,6 +13,7 @@ import orjson
 
 from app.domain.executions import ClaimedJob, ErrorType, Outcome, OutcomeKind
 from app.domain.jsonsafety import UnstorableJson, check_storable
+from app.domain.jsontext import loads
 from app.domain.retry import parse_retry_after
 from app.domain.signing import sign_webhook, webhook_id
 from app.domain.text import error_text
@@ -83,7 +86,7 @@ def _success(reply: Reply) -> Outcome:
     if not reply.body.strip():
         return Outcome(OutcomeKind.SUCCEEDED)
     try:
-        document: Any = orjson.loads(reply.body)
+        document: Any = loads(reply.body)
     except orjson.JSONDecodeError:
         return Outcome(OutcomeKind.SUCCEEDED)  # a non-JSON body carries no result
     result = document.get("result") if isinstance(document, dict) else None
@@ -96,16 +99,23 @@ def _success(reply: Reply) -> Outcome:
 
 
 def _reply_time(reply: Reply) -> datetime:
-    # Judge an HTTP-date Retry-After against the handler's own Date header when it sent one.
+    # Judge an HTTP-date Retry-After against the handler's own Date header when it sent a usable
+    # one: an HTTP date is ASCII ('٢٠٢٦' is no year), and a 20-digit year is an OverflowError.
     date = reply.headers.get("date") or reply.headers.get("Date")
-    if date:
+    if date and date.isascii():
         try:
             parsed = parsedate_to_datetime(date)
             if parsed.tzinfo is not None:
                 return parsed
-        except (TypeError, ValueError, IndexError):
+        except (TypeError, ValueError, IndexError, OverflowError):
             pass
     return datetime.now(UTC)
+
+
+# Asked again after this long when the database could not say whether the deadline moved.
+PROBE_RETRY = 1.0
+
+DeadlineProbe = Callable[[], Awaitable[float | None]]
 
 
 async def call_handler(
@@ -114,16 +124,63 @@ async def call_handler(
     callback_url: str,
     token: str,
     retry_max_delay: float,
+    seconds_left: DeadlineProbe | None = None,
 ) -> Outcome:
+    """One attempt's call. Its deadline is the claim's, unless `seconds_left` (the database's
+    view of the attempt's deadline, which heartbeat and progress callbacks move) says it moved:
+    then the call goes on until the moved one (capped by max_duration_seconds in the database)."""
     if not job.handler_url or not job.handler_secret:
         return Outcome(OutcomeKind.FAILED, error=f"handler {job.handler!r} is not registered",
                        error_type=ErrorType.HANDLER_FAILED, retryable=False)
     body = request_body(job, callback_url, token)
     headers = signed_headers(job.handler_secret, job, body)
     try:
-        reply = await transport.post(job.handler_url, body, headers, job.seconds_left)
+        reply = await _within_deadline(transport.post(job.handler_url, body, headers, None), job.seconds_left,
+                                       seconds_left)
     except DeadlineExceeded as exc:
         return Outcome(OutcomeKind.ABANDONED, error=str(exc), error_type=ErrorType.ABANDONED_DEADLINE)
     except TransportError as exc:
         return Outcome(OutcomeKind.FAILED, error=error_text(str(exc)), error_type=ErrorType.CONNECTION)
     return classify(reply, retry_max_delay)
+
+
+async def _within_deadline(post: Awaitable[Reply], left: float, probe: DeadlineProbe | None) -> Reply:
+    """The reply of `post`, if it comes before the attempt's deadline. When the deadline comes
+    first, ask `probe` for the seconds left now, and keep waiting while heartbeats moved it;
+    else the call is cancelled (its connection dropped) and DeadlineExceeded raised.
+
+    One timer per call, as a plain timeout would cost; the probe runs only when it fires."""
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    timeout = asyncio.timeout_at(began + max(left, 0.001) if probe is None else None)
+    timer: asyncio.TimerHandle | None = None
+    rechecking: asyncio.Task[None] | None = None
+
+    def deadline_came() -> None:
+        nonlocal rechecking
+        rechecking = loop.create_task(recheck())
+
+    async def recheck() -> None:
+        nonlocal timer
+        try:
+            moved = await probe()  # type: ignore[misc]
+        except Exception:  # the database is away: the call goes on, ask again shortly
+            moved = PROBE_RETRY
+        if moved is None or moved <= 0:
+            timeout.reschedule(loop.time())  # give up now: the call is cancelled
+        else:
+            timer = loop.call_later(moved, deadline_came)
+
+    if probe is not None:
+        timer = loop.call_later(max(left, 0.001), deadline_came)
+    try:
+        async with timeout:
+            return await post
+    except TimeoutError as exc:
+        raise DeadlineExceeded(f"no reply by the attempt's deadline ({loop.time() - began:.3f}s after the "
+                               "call began)") from exc
+    finally:
+        if timer is not None:
+            timer.cancel()
+        if rechecking is not None and not rechecking.done():
+            rechecking.cancel()

@@ -39,19 +39,25 @@ class DeadlineExceeded(Exception):
 
 
 class Transport(Protocol):
-    async def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> Reply: ...
+    async def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float | None) -> Reply:
+        """POST and read the reply; `timeout` (None: none) covers connect, send and the whole reply."""
+        ...
 
     async def close(self) -> None: ...
+
+
+def _bounded(timeout: float | None) -> float | None:
+    return None if timeout is None else max(timeout, 0.001)
 
 
 class Http11Transport:
     def __init__(self, limit: int, max_response_bytes: int) -> None:
         self.client = Http11Client(limit, max_response_bytes)
 
-    async def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> Reply:
+    async def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float | None) -> Reply:
         try:
             # One overall deadline covering connect, send and the whole response.
-            async with asyncio.timeout(max(timeout, 0.001)):
+            async with asyncio.timeout(_bounded(timeout)):
                 r = await self.client.post(url, body, headers)
         except TimeoutError as exc:
             raise DeadlineExceeded(f"no reply within {timeout:.3f}s") from exc
@@ -71,10 +77,10 @@ class AiohttpTransport:
                                              skip_auto_headers=("User-Agent",))
         self.max_response_bytes = max_response_bytes
 
-    async def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> Reply:
+    async def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float | None) -> Reply:
         try:
             # One overall deadline covering connect, send and the whole response.
-            async with asyncio.timeout(max(timeout, 0.001)):
+            async with asyncio.timeout(_bounded(timeout)):
                 async with self.session.post(url, data=body, headers=headers, allow_redirects=False) as resp:
                     data, too_large = await self._read_capped(resp)
                     return Reply(

@@ -2,6 +2,8 @@
 
 Every node runs them; no leader is needed because every write is guarded (state, attempt) and
 the selections use SKIP LOCKED, so racing scanners share the work and never end an attempt twice.
+A node judges others dead, and abandons attempts past their deadline, only as the outage rule
+(app.domain.outage) allows: never straight after its own database came back.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from dataclasses import dataclass, field
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.nodes import NodeRepository
+from app.domain.errors import DatabaseUnavailable
 from app.domain.executions import ErrorType, Execution, Node
+from app.domain.outage import OutageRule
 from app.services.wakeups import wake_for_freed_slots
 
 log = logging.getLogger(__name__)
@@ -30,6 +34,7 @@ class ScanReport:
     recovered: int = 0  # executions taken back from dead nodes
     abandoned: int = 0  # executions past their deadline
     forgotten: list[str] = field(default_factory=list)  # dead nodes whose heartbeat row went
+    deferred: list[str] = field(default_factory=list)  # stale nodes not judged yet (the outage rule)
 
 
 class CoordinationService:
@@ -39,15 +44,27 @@ class CoordinationService:
         config: CoordinationConfig,
         executions: ExecutionRepository | None = None,
         nodes: NodeRepository | None = None,
+        outage: OutageRule | None = None,
     ) -> None:
         self.db = db
         self.config = config
         self.executions = executions or ExecutionRepository()
         self.nodes = nodes or NodeRepository()
+        self.outage = outage or OutageRule(config.heartbeat_timeout)
+        self._failures_seen = db.failures
 
     async def beat(self) -> None:
-        async with self.db.transaction() as conn:
-            await self.nodes.heartbeat(conn, self.config.node_id)
+        failures = self.db.failures
+        try:
+            async with self.db.transaction() as conn:
+                written_at = await self.nodes.heartbeat(conn, self.config.node_id)
+        except DatabaseUnavailable:
+            self.outage.failed()
+            raise
+        # Any unit of work of this node that found the database away since the last heartbeat
+        # counts as a failure: the rule counts from this heartbeat on.
+        self.outage.heartbeat_written(written_at, failed_since_last=failures != self._failures_seen)
+        self._failures_seen = failures
 
     async def live_nodes(self) -> list[Node]:
         async with self.db.transaction() as conn:
@@ -64,6 +81,9 @@ class CoordinationService:
         report = report if report is not None else ScanReport()
         async with self.db.transaction() as conn:
             dead = await self.nodes.dead(conn, self.config.heartbeat_timeout, self.config.node_id)
+            if dead and not self.outage.may_judge_others(await self.nodes.now(conn)):
+                report.deferred = dead
+                return report
         for node in dead:
             recovered = 0
             while True:
@@ -85,6 +105,9 @@ class CoordinationService:
         return report
 
     async def abandon_past_deadlines(self) -> int:
+        async with self.db.autocommit() as conn:
+            if not self.outage.may_abandon_past_deadlines(await self.nodes.now(conn)):
+                return 0
         total = 0
         while True:
             async with self.db.transaction() as conn:
@@ -95,6 +118,12 @@ class CoordinationService:
             total += len(ended)
             if len(ended) < self.config.batch_size:
                 return total
+
+    async def seconds_to_next_deadline(self) -> float | None:
+        """Seconds (database time) until the earliest deadline of any PROCESSING attempt; None
+        when none is PROCESSING."""
+        async with self.db.autocommit() as conn:
+            return await self.executions.seconds_to_next_deadline(conn)
 
     async def forget_self(self) -> bool:
         """At shutdown: delete this node's heartbeat row, unless it still holds executions."""

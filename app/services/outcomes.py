@@ -46,6 +46,12 @@ class OutcomeService:
         async with self.db.autocommit() as conn:
             return await self.executions.claim(conn, c.node_id, n, c.queues, c.default_timeout)
 
+    async def seconds_left(self, execution_id: UUID, attempt: int) -> float | None:
+        """Seconds until the attempt's deadline as the database has it now (heartbeats move it);
+        None once it is no longer PROCESSING at that attempt."""
+        async with self.db.autocommit() as conn:
+            return await self.executions.seconds_left(conn, execution_id, attempt)
+
     async def release_untracked(self, tracked: Sequence[UUID]) -> int:
         """Put back (ENQUEUED, same attempt) what this node holds but is not working on: rows a
         claim committed although its reply was lost with the connection. Their calls were never
@@ -119,15 +125,18 @@ class OutcomeService:
             delay = outcome.retry_after
         else:
             delay = self.retry.delay(attempt)
+        error_type = outcome.error_type or (ErrorType.ABANDONED_DEADLINE if abandoned else ErrorType.HANDLER_FAILED)
         return await self.executions.fail(
             conn,
             execution_id,
             attempt,
             cause=JobState.ABANDONED if abandoned else JobState.FAILED,
             error=error_text(outcome.error or ""),
-            error_type=outcome.error_type or (ErrorType.ABANDONED_DEADLINE if abandoned else ErrorType.HANDLER_FAILED),
+            error_type=error_type,
             retryable=outcome.retryable,
             delay=delay,
+            # A call still open at its deadline: only if the deadline (moved by heartbeats) has passed.
+            at_deadline=abandoned and error_type == ErrorType.ABANDONED_DEADLINE,
         )
 
     async def succeed(self, conn: Any, execution_id: UUID, attempt: int, result: Any) -> Execution | None:

@@ -96,7 +96,7 @@ class SchedulingService:
                 execution = await self.schedules.fire(conn, schedule, instant, fire_node)
                 if execution is not None:
                     fired.append(execution)
-            await self.schedules.save_cursor(conn, schedule, fire_node, plan.handled_until, held)
+            await self.schedules.save_cursor(conn, schedule, fire_node, plan.handled_until, plan.next_fire_at, held)
             await self.schedules.mark_fired(conn, schedule, max((e.scheduled_at for e in fired), default=None),
                                             plan.next_fire_at)
             if fired:

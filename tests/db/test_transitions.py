@@ -226,6 +226,22 @@ async def test_abandoned_cron_attempt_writes_one_event(db: Database, handler: st
     assert len(await events(db, execution_id)) == 3
 
 
+async def test_an_abandonment_at_the_deadline_applies_only_once_the_deadline_has_passed(db: Database,
+                                                                                        handler: str) -> None:
+    """A stale timer (the deadline of the claim, since moved by a heartbeat) abandons nothing."""
+    execution_id = await processing(db)  # deadline: 60 s from the claim
+    async with db.transaction() as conn:
+        early = await repo.fail(conn, execution_id, 0, cause=S.ABANDONED, error="no reply by the deadline",
+                                error_type="abandoned_deadline", retryable=True, delay=0.0, at_deadline=True)
+    assert early is None and (await get(db, execution_id)).state is S.PROCESSING
+    async with db.transaction() as conn:
+        await conn.execute(text("UPDATE job_executions SET deadline_at = now() - interval '1 ms' WHERE id = :id"),
+                           {"id": execution_id})
+        due = await repo.fail(conn, execution_id, 0, cause=S.ABANDONED, error="no reply by the deadline",
+                              error_type="abandoned_deadline", retryable=True, delay=0.0, at_deadline=True)
+    assert due is not None and (due.state, due.attempt) == (S.ENQUEUED, 1)
+
+
 async def test_failure_for_a_stale_attempt_changes_nothing(db: Database, handler: str) -> None:
     execution_id = await processing(db)
     assert await fail(db, execution_id, 1) is None

@@ -18,8 +18,8 @@ from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
 from app.domain.executions import NewJob
-from app.services.coordination import CoordinationConfig, CoordinationService
-from tests.conftest import register, wait_for_state
+from app.services.coordination import CoordinationService
+from tests.conftest import register, settled_scanner, wait_for_state
 
 DEAD = "dead-node-x"
 STALE_HEARTBEAT = ("INSERT INTO job_server_heartbeats(server_id, last_heartbeat, started_at) "
@@ -105,7 +105,7 @@ async def seed(db: Database, node: str, *jobs: NewJob) -> list[UUID]:
 
 
 def scanner(db: Database, node: str = "scanner-z", batch_size: int = 500) -> CoordinationService:
-    return CoordinationService(db, CoordinationConfig(node_id=node, heartbeat_timeout=5.0, batch_size=batch_size))
+    return settled_scanner(db, node, batch_size)
 
 
 async def current(api: httpx.AsyncClient, execution_id: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from app.db.handlers import HandlerRepository
 from app.domain.schedules import ExecutionMode, MisfirePolicy, OverlapPolicy, ScheduleSpec
 from app.services.schedules import ScheduleLimits, ScheduleService
 from app.services.scheduling import SchedulingConfig, SchedulingService, TickReport
-from tests.conftest import register
+from tests.conftest import register, settled_scanner
 
 EVERY_SECOND = "*/1 * * * * *"
 
@@ -96,6 +96,30 @@ async def test_every_instance_makes_one_execution_per_node_per_instant(db):
     complete = [t for t, who in per_instant.items() if sorted(who) == ["n0", "n1", "n2"]]
     assert len(complete) >= 2
     assert all(len(who) == len(set(who)) for who in per_instant.values())  # never twice for one node
+
+
+async def test_an_every_instance_node_that_skips_an_instant_never_delays_another_nodes_fire(db):
+    """n0's first fire never finishes, so n0 skips every later instant (overlap SKIP); n1 finishes
+    each of its fires. n0 ticks first every time: whether an instant is due for n1 is decided by
+    n1's own cursor, so n1 fires every instant on time."""
+    await declare(db, cron="*/2 * * * * *", execution_mode=ExecutionMode.EVERY_INSTANCE)
+    n0, n1 = node(db, "n0"), node(db, "n1")
+    await n0.tick()
+    await n1.tick()
+    deadline = asyncio.get_running_loop().time() + 6.5
+    while asyncio.get_running_loop().time() < deadline:
+        await n0.tick()
+        await n1.tick()
+        await sql(db, "UPDATE job_executions SET state = 'SUCCEEDED', completed_at = now() "
+                      "WHERE state = 'ENQUEUED' AND fire_node = 'n1'")
+        await asyncio.sleep(0.2)
+    rows = await sql(db, "SELECT fire_at, created_at, fire_node FROM job_executions ORDER BY fire_at")
+    mine = [(fire_at, created_at) for fire_at, created_at, who in rows if who == "n1"]
+    assert len(mine) >= 3
+    assert all(b - a == timedelta(seconds=2) for (a, _), (b, _) in zip(mine, mine[1:], strict=False)), mine
+    late = max((created_at - fire_at).total_seconds() for fire_at, created_at in mine)
+    assert late < 0.6, f"n1 fired {late:.2f}s after an instant"
+    assert sum(1 for *_, who in rows if who == "n0") == 1  # n0 skipped while its first fire ran
 
 
 async def test_overlap_skip_makes_no_new_fire_while_the_previous_is_unfinished(db):
@@ -294,7 +318,6 @@ async def _ok() -> web.StreamResponse:
 
 async def test_a_cron_attempt_abandoned_by_a_dead_node_stays_abandoned_counts_and_the_next_fire_runs(db):
     from app.db.executions import ExecutionRepository
-    from app.services.coordination import CoordinationConfig, CoordinationService
 
     await declare(db, max_attempts=5)
     n = node(db, "n0")
@@ -303,7 +326,7 @@ async def test_a_cron_attempt_abandoned_by_a_dead_node_stays_abandoned_counts_an
         [claimed] = await ExecutionRepository().claim(conn, "dead-node", 10, (), 60)
     await sql(db, "INSERT INTO job_server_heartbeats(server_id, last_heartbeat, started_at) "
                   "VALUES ('dead-node', now() - interval '1 hour', now() - interval '1 hour')")
-    scan = CoordinationService(db, CoordinationConfig(node_id="scanner", heartbeat_timeout=5.0))
+    scan = settled_scanner(db, "scanner")
     assert (await scan.recover_dead_nodes()).recovered == 1
     [(state, attempt)] = await sql(db, "SELECT state, attempt FROM job_executions WHERE id = :id", id=claimed.id)
     assert (state, attempt) == ("ABANDONED", 0)  # not retried within its row: the schedule fires again

@@ -28,9 +28,8 @@ from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
 from app.domain.executions import NewJob
 from app.domain.signing import new_handler_secret
-from app.services.coordination import CoordinationConfig, CoordinationService
 from app.services.enqueue import EnqueueLimits, EnqueueService
-from tests.conftest import HandlerServer, RunningServer, register, wait_for_state
+from tests.conftest import HandlerServer, RunningServer, register, settled_scanner, wait_for_state
 
 PROMPT = 2.0  # seconds: far below poll_interval, so only a NOTIFY can explain it
 SLOW_POLL = 30.0
@@ -365,7 +364,7 @@ async def test_when_a_dead_nodes_stateful_job_is_recovered_the_next_job_runs_at_
     assert rec.calls == []  # s1 is PROCESSING on the dead node: its queue waits
 
     recovering = time.monotonic()
-    scanner = CoordinationService(db, CoordinationConfig(node_id="scanner-z", heartbeat_timeout=5.0))
+    scanner = settled_scanner(db, "scanner-z")
     assert (await scanner.recover_dead_nodes()).recovered == 1
     assert (await rec.started("s3")).start - recovering < PROMPT
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as api:

@@ -101,10 +101,12 @@ WHERE e.id = input.id AND e.attempt = input.attempt AND e.state = ANY(CAST(:from
 RETURNING e.id
 
 -- fragment: end_attempt
--- Ends the attempts selected by a CTE t(id, attempt, started_at, again) with cause :cause
--- (FAILED or ABANDONED), in ONE statement with their retry: `again` → re-enqueued as attempt + 1
--- after :delay seconds; else DEAD_LETTER (an abandoned CRON attempt stays ABANDONED: its schedule
--- fires again). Guarded per row on state and attempt. Events: the cause (with the ended
+-- Ends the attempts selected by a CTE t(id, attempt, started_at, again, at_deadline) with cause
+-- :cause (FAILED or ABANDONED), in ONE statement with their retry: `again` → re-enqueued as
+-- attempt + 1 after :delay seconds; else DEAD_LETTER (an abandoned CRON attempt stays ABANDONED:
+-- its schedule fires again). Guarded per row on state and attempt, and where `at_deadline` on the
+-- deadline having passed (database time; re-checked on the row as it is when locked, so a
+-- heartbeat that moved the deadline meanwhile wins and a stale timer abandons nothing). Events: the cause (with the ended
 -- attempt's start, and now as its end), then the new state. A CRON row that ends DEAD_LETTER or
 -- ABANDONED here counts against its schedule's health (consecutive_failures, last_failure_at).
 u AS (
@@ -121,6 +123,7 @@ u AS (
         last_error = :error, error_type = :error_type, locked_by = NULL, updated_at = now()
     FROM t
     WHERE e.id = t.id AND e.attempt = t.attempt AND e.state = ANY(CAST(:from_states AS text[]))
+      AND (NOT t.at_deadline OR e.deadline_at <= now())
     RETURNING $E_COLUMNS, t.attempt AS ended_attempt, t.started_at AS ended_started_at
 ), ev AS (
     INSERT INTO job_events (execution_id, event)
@@ -143,10 +146,12 @@ SELECT $COLUMNS FROM u
 
 -- name: execution_fail
 -- One failed or abandoned attempt (a dispatch outcome or a handler's failure callback).
+-- :at_deadline: an abandonment because the deadline passed, which applies only if it has.
 WITH t AS (
     SELECT id, attempt, started_at,
            :retryable AND attempt + 1 < max_attempts
-               AND NOT (:cause = 'ABANDONED' AND job_type = 'CRON') AS again
+               AND NOT (:cause = 'ABANDONED' AND job_type = 'CRON') AS again,
+           CAST(:at_deadline AS boolean) AS at_deadline
     FROM job_executions
     WHERE id = :id AND attempt = :attempt
 ), $end_attempt
@@ -156,7 +161,8 @@ WITH t AS (
 -- batch at a time, except the :keep ids. SKIP LOCKED lets racing scanners share the work; the
 -- guard in end_attempt makes sure no attempt is ended twice.
 WITH t AS (
-    SELECT id, attempt, started_at, attempt + 1 < max_attempts AND job_type <> 'CRON' AS again
+    SELECT id, attempt, started_at, attempt + 1 < max_attempts AND job_type <> 'CRON' AS again,
+           false AS at_deadline
     FROM job_executions
     WHERE state = 'PROCESSING' AND locked_by = ANY(CAST(:nodes AS text[]))
       AND id <> ALL(CAST(:keep AS uuid[]))
@@ -191,13 +197,25 @@ SELECT $COLUMNS FROM u
 -- Deadline enforcement: abandon attempts whose deadline (database time) has passed, whoever
 -- holds them (a node's hanging call, or a handler that accepted with 202 and went quiet).
 WITH t AS (
-    SELECT id, attempt, started_at, attempt + 1 < max_attempts AND job_type <> 'CRON' AS again
+    SELECT id, attempt, started_at, attempt + 1 < max_attempts AND job_type <> 'CRON' AS again,
+           true AS at_deadline
     FROM job_executions
     WHERE state = 'PROCESSING' AND deadline_at < now()
     ORDER BY deadline_at
     LIMIT :n
     FOR UPDATE SKIP LOCKED
 ), $end_attempt
+
+-- name: executions_next_deadline
+-- Seconds (database time) until the earliest deadline of a PROCESSING attempt, or NULL when none
+-- is PROCESSING: one probe of the deadline index.
+SELECT CAST(EXTRACT(EPOCH FROM min(deadline_at) - now()) AS float8) FROM job_executions WHERE state = 'PROCESSING'
+
+-- name: execution_seconds_left
+-- Seconds (database time) until this attempt's deadline, which heartbeat and progress callbacks
+-- move; no row once it is no longer PROCESSING at that attempt.
+SELECT CAST(EXTRACT(EPOCH FROM deadline_at - now()) AS float8) FROM job_executions
+WHERE id = :id AND attempt = :attempt AND state = 'PROCESSING'
 
 -- name: execution_extend_deadline
 -- A handler's progress or heartbeat for the current attempt: the deadline moves to now() + its

@@ -2,9 +2,11 @@
 -- "Dead" is judged by the database clock (now()), never a node's.
 
 -- name: node_heartbeat
-INSERT INTO job_server_heartbeats (server_id, last_heartbeat, started_at)
+-- Returns the database time it wrote (the outage rule counts in it).
+INSERT INTO job_server_heartbeats AS h (server_id, last_heartbeat, started_at)
 VALUES (:server_id, now(), now())
 ON CONFLICT (server_id) DO UPDATE SET last_heartbeat = now()
+RETURNING h.last_heartbeat
 
 -- name: nodes_live
 -- Live nodes and the HTTP calls each has in flight (rows it holds; 202-accepted rows are held
@@ -25,6 +27,9 @@ UNION
 SELECT DISTINCT e.locked_by FROM job_executions e
 WHERE e.state = 'PROCESSING' AND e.locked_by IS NOT NULL AND e.locked_by <> :self
   AND NOT EXISTS (SELECT 1 FROM job_server_heartbeats h WHERE h.server_id = e.locked_by)
+
+-- name: db_now
+SELECT now()
 
 -- name: node_forget_if_idle
 -- Delete a node's heartbeat only once nothing is PROCESSING under its name: a recovery that did

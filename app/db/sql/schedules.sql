@@ -43,9 +43,11 @@ SELECT $S_COLUMNS FROM job_schedules s ORDER BY s.job_id
 DELETE FROM job_schedules WHERE job_id = :job_id RETURNING job_id
 
 -- name: schedules_due
--- What this node looks at in a tick: enabled schedules whose next instant has come, that hold a
--- QUEUE_ONE fire back, or (EVERY_INSTANCE) that another node fired past this node's cursor.
--- Read from the database every tick, so an update or delete reaches every node within one tick.
+-- What this node looks at in a tick: enabled schedules whose next instant has come, or that hold
+-- a QUEUE_ONE fire back. For SINGLE_INSTANCE the next instant is the schedule's own (every node
+-- races for it); for EVERY_INSTANCE it is this node's cursor's (job_schedule_fires), so a node
+-- that skips an instant (its previous fire still running) never moves another node's. Read from
+-- the database every tick, so an update or delete reaches every node within one tick.
 SELECT s.job_id,
        CASE WHEN s.execution_mode = 'EVERY_INSTANCE' THEN :node ELSE '' END AS fire_node
 FROM job_schedules s
@@ -53,8 +55,10 @@ LEFT JOIN job_schedule_fires f
        ON f.job_id = s.job_id
       AND f.fire_node = CASE WHEN s.execution_mode = 'EVERY_INSTANCE' THEN :node ELSE '' END
 WHERE s.enabled
-  AND (s.next_fire_at IS NULL OR s.next_fire_at <= now() OR f.pending_fire_at IS NOT NULL
-       OR (s.execution_mode = 'EVERY_INSTANCE' AND (f.handled_until IS NULL OR f.handled_until < s.last_fired_at)))
+  AND (f.pending_fire_at IS NOT NULL
+       OR CASE WHEN s.execution_mode = 'EVERY_INSTANCE'
+               THEN f.next_fire_at IS NULL OR f.next_fire_at <= now()  -- no cursor yet: due
+               ELSE s.next_fire_at IS NULL OR s.next_fire_at <= now() END)
 ORDER BY s.job_id
 
 -- name: schedule_try_lock
@@ -103,13 +107,16 @@ WITH s AS (
 SELECT $COLUMNS FROM u
 
 -- name: schedule_save_cursor
--- Every instant up to handled_until was fired or given up; pending_fire_at is the fire QUEUE_ONE
--- holds back (or null). Guarded on the definition read, like schedule_fire.
-INSERT INTO job_schedule_fires (job_id, fire_node, handled_until, pending_fire_at)
-SELECT :job_id, :fire_node, :handled_until, :pending_fire_at
+-- Every instant up to handled_until was fired or given up; next_fire_at is the slot's next
+-- instant after it; pending_fire_at is the fire QUEUE_ONE holds back (or null). Guarded on the
+-- definition read, like schedule_fire.
+INSERT INTO job_schedule_fires (job_id, fire_node, handled_until, next_fire_at, pending_fire_at)
+SELECT :job_id, :fire_node, :handled_until, :next_fire_at, :pending_fire_at
 FROM job_schedules WHERE job_id = :job_id AND updated_at = :updated_at
 ON CONFLICT (job_id, fire_node) DO UPDATE
 SET handled_until = GREATEST(job_schedule_fires.handled_until, EXCLUDED.handled_until),
+    next_fire_at = CASE WHEN EXCLUDED.handled_until >= job_schedule_fires.handled_until
+                        THEN EXCLUDED.next_fire_at ELSE job_schedule_fires.next_fire_at END,
     pending_fire_at = EXCLUDED.pending_fire_at
 
 -- name: schedule_mark_fired
