@@ -18,7 +18,7 @@ from app.config import Settings
 from app.coordinator.coordinator import Coordinator, CoordinatorConfig
 from app.db.database import Database
 from app.db.embedded import EmbeddedPostgres
-from app.db.engine import DatabaseConfig, asyncpg_dsn, connect_args, create_engine
+from app.db.connection import DatabaseConfig, asyncpg_dsn, server_settings
 from app.db.migrate import upgrade
 from app.db.notify import NotifyListener
 from app.dispatcher.dispatcher import Dispatcher, DispatcherConfig
@@ -65,9 +65,8 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
         try:
             if settings.migrate_on_start:
                 await upgrade(url, settings.db_schema)
-            engine = create_engine(DatabaseConfig(url=url, schema=settings.db_schema,
-                                                  pool_size=settings.db_pool_size))
-            db = Database(engine, settings.db_schema)
+            db = await Database.open(DatabaseConfig(url=url, schema=settings.db_schema,
+                                                    pool_size=settings.db_pool_size))
             server_key = await load_server_key(db)
             outcomes = OutcomeService(
                 db,
@@ -110,7 +109,7 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
             )
             counters.in_flight = lambda: dispatcher.in_flight
             listener = NotifyListener(asyncpg_dsn(url), db.notify_channel, dispatcher.wake,
-                                      connect_args(settings.db_schema)["server_settings"])
+                                      server_settings(settings.db_schema))
             scheduler = Scheduler(
                 SchedulerConfig(interval=settings.scheduler_interval),
                 SchedulingService(db, SchedulingConfig(node_id=node_id,
@@ -137,7 +136,7 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
                     await dispatcher.stop(settings.shutdown_grace)
                     await coordinator.stop()
                 await transport.close()
-                await db.dispose()
+                await db.close()
         finally:
             if embedded is not None:
                 await asyncio.to_thread(embedded.stop)

@@ -1,4 +1,5 @@
-"""The unit of work the services use: a transaction on one pooled connection."""
+"""The unit of work the services use: one connection of the node's asyncpg pool, in a
+transaction (asyncpg's own) or autocommit, with the driver's errors translated (app/db/errors.py)."""
 
 from __future__ import annotations
 
@@ -6,123 +7,81 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import asyncpg
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.domain.errors import DatabaseContention, DatabaseUnavailable
+from app.db.connection import DatabaseConfig, create_pool
+from app.db.errors import first_line, is_connection_problem, translate
+from app.domain.errors import DatabaseUnavailable
 
-# SQLSTATEs that mean "the server is not there for us right now", not "this statement is wrong":
-# connection exceptions (08…), admin/crash shutdown, cannot connect now, too many connections,
-# and a database refusing connections.
-_UNAVAILABLE_PREFIXES = ("08", "57P01", "57P02", "57P03", "53300", "55000")
-# SQLSTATEs that mean "another transaction won this time": serialization failure, deadlock. The
-# transaction changed nothing; run again, it may well succeed.
-_CONTENTION = ("40001", "40P01")
+Connection = asyncpg.Connection
 
 
-def _sqlstate(exc: BaseException) -> str | None:
-    orig = getattr(exc, "orig", None)
-    for candidate in (orig, getattr(orig, "__cause__", None)):
-        code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
-        if code:
-            return str(code)
-    return None
-
-
-# The driver's own connection-level failures. InternalClientError is its protocol refusing a
-# statement while it is still taking in something the server sent unasked: the FATAL
-# "terminating connection" of a backend killed while the connection sat in the pool, read just
-# before the socket closes. No statement was sent; the connection is finished either way.
-_DRIVER_CONNECTION_ERRORS = (asyncpg.InterfaceError, asyncpg.exceptions.InternalClientError)
-
-
-def is_contention(exc: BaseException) -> bool:
-    if isinstance(exc, asyncpg.PostgresError):
-        return exc.sqlstate in _CONTENTION
-    return isinstance(exc, DBAPIError) and _sqlstate(exc) in _CONTENTION
-
-
-def is_connection_problem(exc: BaseException) -> bool:
-    if isinstance(exc, (OSError, ConnectionError, InterfaceError, *_DRIVER_CONNECTION_ERRORS)):
-        return True
-    if isinstance(exc, asyncpg.PostgresError):  # from a statement run on the driver itself
-        return str(exc.sqlstate or "").startswith(_UNAVAILABLE_PREFIXES)
-    if isinstance(exc, DBAPIError):
-        if exc.connection_invalidated or isinstance(exc, OperationalError):
-            return True
-        state = _sqlstate(exc)
-        return bool(state and state.startswith(_UNAVAILABLE_PREFIXES))
-    return False
+def notify_channel(schema: str | None) -> str:
+    """The LISTEN/NOTIFY channel of a schema's nodes (channels are per database, so it names the
+    schema; revision 20261201_0009 stores it in job_meta for jobwire_enqueue)."""
+    return f"jobwire_{schema or 'default'}_enqueued"
 
 
 class Database:
-    """Owns the engine; services open transactions through it and never see SQLAlchemy."""
+    """Owns the pool; services open units of work through it and never see the driver."""
 
-    def __init__(self, engine: AsyncEngine, schema: str | None) -> None:
-        self.engine = engine
+    def __init__(self, pool: asyncpg.Pool, schema: str | None, *, acquire_timeout: float = 30.0) -> None:
+        self.pool = pool
         self.schema = schema
-        self.notify_channel = f"jobwire_{schema or 'default'}_enqueued"
-        self._autocommit: AsyncEngine | None = None
+        self.acquire_timeout = acquire_timeout
+        self.notify_channel = notify_channel(schema)
         # How many times a unit of work found the database unreachable (the outage rule of
         # app.domain.outage counts from the last one).
         self.failures = 0
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncConnection]:
-        async with self._connection(self.engine, begin=True) as conn:
-            yield conn
+    @classmethod
+    async def open(cls, config: DatabaseConfig) -> Database:
+        return cls(await create_pool(config), config.schema, acquire_timeout=config.pool_timeout)
 
     @asynccontextmanager
-    async def autocommit(self) -> AsyncIterator[AsyncConnection]:
+    async def transaction(self) -> AsyncIterator[Connection]:
+        async with self._connection() as conn:
+            async with conn.transaction():
+                yield conn
+
+    @asynccontextmanager
+    async def autocommit(self) -> AsyncIterator[Connection]:
         """A connection on which every statement commits on its own: for a write that is one
         statement, it saves the BEGIN and COMMIT round trips."""
-        if self._autocommit is None:  # the same pool, connections handed out in autocommit mode
-            self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
-        async with self._connection(self._autocommit, begin=False) as conn:
+        async with self._connection() as conn:
             yield conn
 
     @asynccontextmanager
-    async def _connection(self, engine: AsyncEngine, begin: bool) -> AsyncIterator[AsyncConnection]:
+    async def _connection(self) -> AsyncIterator[Connection]:
         try:
-            conn = await engine.connect()
+            conn = await self.pool.acquire(timeout=self.acquire_timeout)
         except Exception as exc:  # no connection at all: the database is not reachable
             self.failures += 1
-            raise DatabaseUnavailable(_first_line(exc)) from exc
+            raise DatabaseUnavailable(first_line(exc)) from exc
         try:
-            if begin:
-                async with conn.begin():
-                    yield conn
-            else:
-                yield conn
-        except (DBAPIError, OSError, ConnectionError, asyncpg.PostgresError, *_DRIVER_CONNECTION_ERRORS) as exc:
-            if is_connection_problem(exc):
-                if not isinstance(exc, DBAPIError):  # the driver's own: SQLAlchemy does not know
-                    await _invalidate(conn, exc)
+            yield conn
+        except Exception as exc:
+            domain = translate(exc)
+            if domain is None:
+                raise
+            if isinstance(domain, DatabaseUnavailable):
                 self.failures += 1
-                raise DatabaseUnavailable(_first_line(exc)) from exc
-            if is_contention(exc):
-                raise DatabaseContention(_first_line(exc)) from exc
-            raise
+                await self._discard(conn, exc)
+            raise domain from exc
         finally:
             try:
-                await conn.close()
-            except Exception:  # closing a connection that died must not mask the first error
+                await self.pool.release(conn)
+            except Exception:  # releasing a connection that died must not mask the first error
                 pass
 
-    async def dispose(self) -> None:
-        await self.engine.dispose()
+    async def _discard(self, conn: Connection, exc: BaseException) -> None:
+        """This connection, and every pooled one opened before it, is replaced: a restarted server
+        dropped them all, and each would otherwise fail one request before the pool learns it."""
+        if is_connection_problem(exc):
+            try:
+                conn.terminate()
+            except asyncpg.InterfaceError:  # closed already, and handed back to the pool by it
+                pass
+            await self.pool.expire_connections()
 
-
-async def _invalidate(conn: AsyncConnection, exc: BaseException) -> None:
-    """What SQLAlchemy does on a disconnect it sees itself (Connection._handle_dbapi_exception):
-    this connection, and every pooled one opened before it, is replaced; a restarted server
-    dropped them all, and each would otherwise fail one request before the pool learns it."""
-    try:
-        fairy = await conn.get_raw_connection()
-        conn.sync_engine.pool._invalidate(fairy, exc)
-    except Exception:  # already gone: nothing more to do
-        pass
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).splitlines() or [type(exc).__name__])[0]
+    async def close(self) -> None:
+        await self.pool.close()

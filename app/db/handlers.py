@@ -5,13 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam
-from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.types import Text
-
+from app.db.database import Connection
 from app.db.queries import load
-from app.db.rows import to_handler
+from app.db.rows import handler_from
+from app.db.statements import execute, fetch, fetchrow, fetchval
 from app.domain.executions import Handler
 
 Q = load("handlers.sql")
@@ -26,7 +23,7 @@ class HandlerUsage:
 class HandlerRepository:
     async def upsert(
         self,
-        conn: AsyncConnection,
+        conn: Connection,
         *,
         name: str,
         url: str,
@@ -36,47 +33,41 @@ class HandlerRepository:
         new_secret: str,
     ) -> tuple[Handler, bool]:
         """Insert or replace; returns the handler and whether it was created."""
-        row = (
-            await conn.execute(
-                Q["handler_upsert"],
-                {
-                    "name": name,
-                    "url": url,
-                    "timeout_seconds": timeout_seconds,
-                    "max_concurrency": max_concurrency,
-                    "stateful": stateful,
-                    "secret": new_secret,
-                },
-            )
-        ).one()
-        return to_handler(row), bool(row._mapping["created"])
+        row = await fetchrow(conn, Q["handler_upsert"], name=name, url=url, timeout_seconds=timeout_seconds,
+                             max_concurrency=max_concurrency, stateful=stateful, secret=new_secret)
+        assert row is not None
+        return handler_from(row), bool(row["created"])
 
-    async def get(self, conn: AsyncConnection, name: str) -> Handler | None:
-        row = (await conn.execute(Q["handler_get"], {"name": name})).first()
-        return to_handler(row) if row else None
+    async def get(self, conn: Connection, name: str) -> Handler | None:
+        row = await fetchrow(conn, Q["handler_get"], name=name)
+        return handler_from(row) if row else None
 
-    async def list(self, conn: AsyncConnection) -> list[Handler]:
-        return [to_handler(r) for r in await conn.execute(Q["handlers_list"])]
+    async def list(self, conn: Connection) -> list[Handler]:
+        return [handler_from(r) for r in await fetch(conn, Q["handlers_list"])]
 
-    async def lock_for_enqueue(self, conn: AsyncConnection, names: Sequence[str]) -> dict[str, bool]:
+    async def lock_for_enqueue(self, conn: Connection, names: Sequence[str]) -> dict[str, bool]:
         """Share-lock the named handlers until commit; returns name → stateful for those that exist."""
-        stmt = Q["handlers_lock_for_enqueue"].bindparams(bindparam("names", type_=ARRAY(Text)))
-        rows = await conn.execute(stmt, {"names": list(names)})
-        return {r._mapping["name"]: r._mapping["stateful"] for r in rows}
+        rows = await fetch(conn, Q["handlers_lock_for_enqueue"], names=list(names))
+        return {r["name"]: r["stateful"] for r in rows}
 
-    async def lock_for_delete(self, conn: AsyncConnection, name: str) -> bool:
-        return (await conn.execute(Q["handler_lock_for_delete"], {"name": name})).first() is not None
+    async def lock_for_delete(self, conn: Connection, name: str) -> bool:
+        return await fetchrow(conn, Q["handler_lock_for_delete"], name=name) is not None
 
-    async def usage(self, conn: AsyncConnection, name: str) -> HandlerUsage:
-        m = (await conn.execute(Q["handler_usage"], {"name": name})).one()._mapping
+    async def usage(self, conn: Connection, name: str) -> HandlerUsage:
+        m = await fetchrow(conn, Q["handler_usage"], name=name)
+        assert m is not None
         return HandlerUsage(has_executions=m["has_executions"], has_schedules=m["has_schedules"])
 
-    async def delete(self, conn: AsyncConnection, name: str) -> None:
-        await conn.execute(Q["handler_delete"], {"name": name})
+    async def delete(self, conn: Connection, name: str) -> None:
+        await execute(conn, Q["handler_delete"], name=name)
 
 
 class MetaRepository:
-    async def get_or_create(self, conn: AsyncConnection, key: str, candidate: str) -> str:
+    async def get_or_create(self, conn: Connection, key: str, candidate: str) -> str:
         """The stored value of key, storing candidate first if none exists (first writer wins)."""
-        await conn.execute(Q["meta_insert_if_missing"], {"key": key, "value": candidate})
-        return (await conn.execute(Q["meta_get"], {"key": key})).scalar_one()
+        await execute(conn, Q["meta_insert_if_missing"], key=key, value=candidate)
+        return await fetchval(conn, Q["meta_get"], key=key)
+
+    async def migration_heads(self, conn: Connection) -> set[str]:
+        """The revisions the database's alembic_version table holds (in the session's schema)."""
+        return {r["version_num"] for r in await fetch(conn, Q["migration_heads"])}

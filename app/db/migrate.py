@@ -9,11 +9,9 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.db.engine import async_url, connect_args
+from app.db.connection import async_url, connect_args
 
 
 def script_location() -> Path:
@@ -61,9 +59,3 @@ async def upgrade(url: str, schema: str | None) -> None:
     await asyncio.to_thread(upgrade_sync, url, schema)
 
 
-async def current_revisions(engine: AsyncEngine, schema: str | None) -> set[str]:
-    async with engine.connect() as conn:
-        return await conn.run_sync(
-            lambda sync: set(
-                MigrationContext.configure(sync, opts={"version_table_schema": schema}).get_current_heads())
-        )

@@ -1,25 +1,24 @@
-"""Named SQL statements from app/db/sql/*.sql, parsed once at import."""
+"""Named SQL statements from app/db/sql/*.sql, parsed and compiled once at import.
+
+Column lists derive from tables.py: an execution is every column of job_executions but the
+bookkeeping ones no reader is shown (the idempotency key and request fingerprint, a cron fire's
+instant and node, updated_at); a schedule is every column of job_schedules. Statements name them
+($COLUMNS, never RETURNING *: asyncpg's statement cache breaks on running nodes when a migration
+adds a column).
+"""
 
 from __future__ import annotations
 
 import re
 from importlib import resources
 
-from sqlalchemy import TextClause, text
+from app.db.statements import Statement
+from app.db.tables import job_executions, job_schedules
 
-EXECUTION_COLUMNS = (
-    "id", "job_id", "job_type", "handler", "queue", "state", "attempt", "max_attempts",
-    "priority", "stateful", "payload", "parameters", "metadata", "result", "progress",
-    "scheduled_at", "created_at", "started_at", "completed_at", "deadline_at", "locked_by",
-    "last_error", "error_type", "timeout_seconds", "max_duration_seconds",
-)
-
-SCHEDULE_COLUMNS = (
-    "job_id", "cron_expression", "timezone", "handler", "queue", "payload", "parameters", "metadata",
-    "priority", "enabled", "execution_mode", "overlap_policy", "misfire_policy", "max_attempts", "tracked",
-    "last_fired_at", "next_fire_at", "last_success_at", "last_failure_at", "consecutive_failures",
-    "created_at", "updated_at",
-)
+# Columns of job_executions kept out of the execution as shown (and as the domain holds it).
+EXECUTION_BOOKKEEPING = frozenset({"idempotency_key", "request_hash", "fire_at", "fire_node", "updated_at"})
+EXECUTION_COLUMNS = tuple(c.name for c in job_executions.columns if c.name not in EXECUTION_BOOKKEEPING)
+SCHEDULE_COLUMNS = tuple(c.name for c in job_schedules.columns)
 
 _EVENT_FIELDS = (
     "execution_id:id", "job_id", "job_type", "queue", "handler", "new_state:$state",
@@ -83,6 +82,6 @@ def parse(source: str) -> dict[str, str]:
     return {name: _expand(include(body)).strip() for kind, name, body in sections if kind == "name"}
 
 
-def load(filename: str) -> dict[str, TextClause]:
+def load(filename: str) -> dict[str, Statement]:
     source = (resources.files("app.db") / "sql" / filename).read_text(encoding="utf-8")
-    return {name: text(sql) for name, sql in parse(source).items()}
+    return {name: Statement(sql, name) for name, sql in parse(source).items()}

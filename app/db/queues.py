@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
+from app.db.database import Connection
 from app.db.queries import load
+from app.db.statements import execute, fetch
 from app.domain.executions import QueueStatus
 from app.domain.metrics import QueueDepth
 
@@ -12,11 +12,11 @@ Q = load("queues.sql")
 
 
 class QueueRepository:
-    async def set_paused(self, conn: AsyncConnection, name: str, paused: bool) -> None:
-        await conn.execute(Q["queue_set_paused"], {"name": name, "paused": paused})
+    async def set_paused(self, conn: Connection, name: str, paused: bool) -> None:
+        await execute(conn, Q["queue_set_paused"], name=name, paused=paused)
 
-    async def overview(self, conn: AsyncConnection, name: str | None = None) -> list[QueueStatus]:
-        rows = await conn.execute(Q["queues_overview"], {"name": name})
+    async def overview(self, conn: Connection, name: str | None = None) -> list[QueueStatus]:
+        rows = await fetch(conn, Q["queues_overview"], name=name)
         return [
             QueueStatus(
                 name=m["name"],
@@ -25,15 +25,15 @@ class QueueRepository:
                 oldest_claimable_age_seconds=(float(m["oldest_claimable_age_seconds"])
                                               if m["oldest_claimable_age_seconds"] is not None else None),
             )
-            for m in (row._mapping for row in rows)
+            for m in rows
         ]
 
-    async def depth(self, conn: AsyncConnection) -> list[QueueDepth]:
-        rows = await conn.execute(Q["queues_depth"])
+    async def depth(self, conn: Connection) -> list[QueueDepth]:
+        rows = await fetch(conn, Q["queues_depth"])
         return [
             QueueDepth(queue=m["queue"], paused=m["paused"], due=int(m["due"]), scheduled=int(m["scheduled"]),
                        processing=int(m["processing"]), dead_letter=int(m["dead_letter"]),
                        oldest_due_age_seconds=(float(m["oldest_due_age"]) if m["oldest_due_age"] is not None
                                                else None))
-            for m in (row._mapping for row in rows)
+            for m in rows
         ]

@@ -1,4 +1,4 @@
-"""Rows → domain objects."""
+"""Rows → domain objects: one decoder per shape, over asyncpg's Record (a mapping by column name)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from app.domain.executions import ClaimedJob, Execution, Handler, JobType, Progress
+from app.domain.schedules import ExecutionMode, MisfirePolicy, OverlapPolicy, Schedule, ScheduleSpec
 from app.domain.states import JobState
 
 
@@ -29,12 +30,9 @@ def to_progress(value: Any) -> Progress:
     )
 
 
-def to_execution(row: Any) -> Execution:
-    return execution_from(row._mapping)
-
-
 def execution_from(m: Mapping[str, Any]) -> Execution:
-    """An execution from a row as a mapping (SQLAlchemy's RowMapping, asyncpg's Record)."""
+    """An execution from a row naming queries.EXECUTION_COLUMNS (the domain's fields: a test
+    checks they are the same)."""
     return Execution(
         id=m["id"],
         job_id=m["job_id"],
@@ -91,8 +89,7 @@ def claimed_from(m: Mapping[str, Any]) -> ClaimedJob:
     )
 
 
-def to_handler(row: Any) -> Handler:
-    m = row._mapping
+def handler_from(m: Mapping[str, Any]) -> Handler:
     return Handler(
         name=m["name"],
         url=m["url"],
@@ -102,4 +99,33 @@ def to_handler(row: Any) -> Handler:
         created_at=m["created_at"],
         updated_at=m["updated_at"],
         secret=m["secret"],
+    )
+
+
+def schedule_from(m: Mapping[str, Any]) -> Schedule:
+    return Schedule(
+        job_id=m["job_id"],
+        spec=ScheduleSpec(
+            cron=m["cron_expression"],
+            timezone=m["timezone"],
+            handler=m["handler"],
+            queue=m["queue"],
+            payload=m["payload"],
+            parameters=m["parameters"],
+            metadata=m["metadata"],
+            priority=m["priority"],
+            enabled=m["enabled"],
+            execution_mode=ExecutionMode(m["execution_mode"]),
+            overlap_policy=OverlapPolicy(m["overlap_policy"]),
+            misfire_policy=MisfirePolicy(m["misfire_policy"]),
+            max_attempts=m["max_attempts"],
+            tracked=m["tracked"],
+        ),
+        next_fire_at=m["next_fire_at"],
+        last_fired_at=m["last_fired_at"],
+        last_success_at=m["last_success_at"],
+        last_failure_at=m["last_failure_at"],
+        consecutive_failures=m["consecutive_failures"],
+        created_at=m["created_at"],
+        updated_at=m["updated_at"],
     )

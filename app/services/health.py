@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from app.db.database import Database
-from app.db.migrate import current_revisions, head_revisions
+from app.db.handlers import MetaRepository
+from app.db.migrate import head_revisions
 
 
 class HealthService:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, meta: MetaRepository | None = None) -> None:
         self.db = db
+        self.meta = meta or MetaRepository()
         self.expected = head_revisions()
 
     async def readiness(self) -> tuple[bool, str]:
         try:
-            current = await current_revisions(self.db.engine, self.db.schema)
+            async with self.db.autocommit() as conn:
+                current = await self.meta.migration_heads(conn)
         except Exception as exc:  # any failure to ask is "not ready", never a 500
             return False, f"database unreachable: {type(exc).__name__}"
         if current != self.expected:

@@ -1,6 +1,6 @@
 """Numbers arrive as sent, in the database: jobwire_enqueue (the SQL path applications call)
-stores an integer beyond 64 bits exactly, and Jobwire reads it back exactly through either of
-its ways to the database (SQLAlchemy's statements, raw asyncpg ones: one jsonb codec)."""
+stores an integer beyond 64 bits exactly, and Jobwire reads it back exactly (its pool's jsonb
+codec), in a transaction and on an autocommit connection alike."""
 
 from __future__ import annotations
 
@@ -10,16 +10,15 @@ from collections.abc import AsyncIterator
 import asyncpg
 import orjson
 import pytest
-from sqlalchemy import bindparam, text
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import make_url
 
 from app.db import outbox
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
+from app.db.statements import fetchrow
 from app.domain.executions import NewJob
-from app.domain.jsontext import loads
+from app.domain.jsontext import dumps, loads
 from app.domain.signing import new_handler_secret
 
 BIG = 123456789012345678901234567890
@@ -55,15 +54,13 @@ async def test_jobwire_reads_an_integer_beyond_64_bits_back_exactly_either_way(
         conn: asyncpg.Connection, db: Database) -> None:
     async with conn.transaction():
         [row] = await conn.fetch("SELECT id FROM jobwire_enqueue($1::jsonb)", f"[{JOB}]")
-    async with db.transaction() as c:  # SQLAlchemy's statement
-        through_sqlalchemy = await ExecutionRepository().get(c, row["id"])
-    async with db.autocommit() as c:  # raw asyncpg (app/db/raw.py): the enqueue's own rows
-        assert not c.in_transaction()  # so app.db.raw.fetch runs the statement on the driver itself
-        [(through_asyncpg, created)] = await ExecutionRepository().enqueue(c, [NewJob(
-            handler="h", job_id="again", payload=through_sqlalchemy.payload,
-            parameters=through_sqlalchemy.parameters, metadata=through_sqlalchemy.metadata)])
+    async with db.transaction() as c:
+        read = await ExecutionRepository().get(c, row["id"])
+    async with db.autocommit() as c:  # the enqueue's own rows, the read values written back
+        [(again, created)] = await ExecutionRepository().enqueue(c, [NewJob(
+            handler="h", job_id="again", payload=read.payload, parameters=read.parameters, metadata=read.metadata)])
     assert created
-    for execution in (through_sqlalchemy, through_asyncpg):
+    for execution in (read, again):
         assert isinstance(execution.payload["n"], orjson.Fragment)
         assert orjson.dumps(execution.payload) == f'{{"l":[{-BIG},{2**64}],"n":{BIG}}}'.encode()
         assert orjson.dumps(execution.parameters) == f'{{"p":{-(2**63) - 1}}}'.encode()
@@ -71,13 +68,12 @@ async def test_jobwire_reads_an_integer_beyond_64_bits_back_exactly_either_way(
 
 
 async def test_an_integer_beyond_64_bits_is_bound_as_jsonb_exactly(db: Database) -> None:
-    statement = text("SELECT CAST(:v AS jsonb)::text AS as_text, CAST(:v AS jsonb) AS back").bindparams(
-        bindparam("v", type_=JSONB))
     value = {"fragment": loads(str(BIG)), "python": 2**70}
-    async with db.transaction() as c:
-        row = (await c.execute(statement, {"v": value})).one()
-    assert row.as_text == f'{{"python": {2**70}, "fragment": {BIG}}}'
-    assert orjson.dumps(row.back) == f'{{"python":{2**70},"fragment":{BIG}}}'.encode()
+    async with db.transaction() as c:  # parameters go as JSON text (the statements CAST them)
+        row = await fetchrow(c, "SELECT CAST(CAST(:v AS jsonb) AS text) AS as_text, CAST(:v AS jsonb) AS back",
+                             v=dumps(value).decode())
+    assert row["as_text"] == f'{{"python": {2**70}, "fragment": {BIG}}}'
+    assert orjson.dumps(row["back"]) == f'{{"python":{2**70},"fragment":{BIG}}}'.encode()
 
 
 async def test_a_python_int_beyond_64_bits_is_enqueued_exactly_through_the_outbox_helper(

@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import text
 
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
@@ -18,6 +17,8 @@ from app.db.handlers import HandlerRepository
 from app.domain.executions import NewJob
 from app.domain.signing import new_handler_secret
 from app.services.enqueue import EnqueueLimits, EnqueueService
+from app.db.statements import fetch, fetchrow
+from tests.conftest import rolled_back
 
 repo = ExecutionRepository()
 
@@ -51,23 +52,24 @@ async def explain(db: Database, queues: list[str] | None = None, n: int = 10, an
     """The plans of every statement jobwire_claim runs (auto_explain, nested statements, sent to
     this session as notices), from a claim that is rolled back."""
     notices: list[str] = []
-    async with db.transaction() as conn:
-        raw = (await conn.get_raw_connection()).driver_connection
+    async with db.pool.acquire() as conn:
 
         def listen(_conn: object, message: Any) -> None:
             notices.append(message.message)
 
-        raw.add_log_listener(listen)
+        conn.add_log_listener(listen)
+        transaction = conn.transaction()
+        await transaction.start()
         try:
             for setting in ("LOAD 'auto_explain'", "SET LOCAL auto_explain.log_min_duration = 0",
                             "SET LOCAL auto_explain.log_nested_statements = on",
                             "SET LOCAL auto_explain.log_level = 'notice'",
                             f"SET LOCAL auto_explain.log_analyze = {'on' if analyze else 'off'}"):
-                await conn.exec_driver_sql(setting)
+                await conn.execute(setting)
             await repo.claim(conn, "explain-node", n, queues or [], default_timeout=60.0)
-            await conn.rollback()
         finally:
-            raw.remove_log_listener(listen)
+            await transaction.rollback()
+            conn.remove_log_listener(listen)
     return "\n".join(notices)
 
 
@@ -75,20 +77,20 @@ async def seed_for_explain(db: Database) -> None:
     """Thousands of finished rows and a few hundred ENQUEUED ones over many queues, then ANALYZE:
     a tiny table always gets a sequential scan."""
     async with db.transaction() as conn:
-        await conn.execute(text("""
+        await conn.execute("""
             INSERT INTO job_executions (job_id, job_type, handler, queue, state, priority, scheduled_at)
             SELECT 'old-' || g, 'DELAYED', 'h', 'q' || (g % 20),
                    (ARRAY['SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'])[1 + g % 3], g % 5,
                    now() - make_interval(secs => g)
             FROM generate_series(1, 6000) AS g
-        """))
-        await conn.execute(text("""
+        """)
+        await conn.execute("""
             INSERT INTO job_executions (job_id, job_type, handler, queue, state, priority, scheduled_at)
             SELECT 'new-' || g, 'DELAYED', 'h', 'q' || (g % 20), 'ENQUEUED', g % 5,
                    now() - make_interval(secs => g)
             FROM generate_series(1, 400) AS g
-        """))
-        await conn.execute(text("ANALYZE job_executions"))
+        """)
+        await conn.execute("ANALYZE job_executions")
 
 
 def uses_index(plan: str, index: str) -> bool:
@@ -214,15 +216,14 @@ async def test_the_short_claim_takes_what_the_full_claim_would(db: Database) -> 
                        for i in range(30)])
 
     async def claimed(queues: list[str]) -> list[tuple[object, ...]]:
-        async with db.transaction() as conn:
+        async with rolled_back(db) as conn:
             batch = await repo.claim(conn, "node-1", 12, queues, default_timeout=60.0)
-            await conn.rollback()
         return [(c.id, c.job_id, c.queue, c.attempt, c.scheduled_at, (c.deadline_at - c.started_at).total_seconds(),
                  c.handler_url, c.handler_secret) for c in batch]
 
     short = [await claimed([]), await claimed(["b"])]
     async with db.transaction() as conn:
-        await conn.execute(text("INSERT INTO job_queues (name, paused) VALUES ('elsewhere', true)"))
+        await conn.execute("INSERT INTO job_queues (name, paused) VALUES ('elsewhere', true)")
     full = [await claimed([]), await claimed(["b"])]
     assert len(short[0]) == 12 and {c[2] for c in short[1]} == {"b"}
     assert short == full
@@ -252,11 +253,11 @@ async def test_eight_claimers_never_claim_one_job_twice(db: Database) -> None:
     assert sum(1 for r in results if r) > 1, "the claimers did not run concurrently"
 
     async with db.transaction() as conn:
-        by_node = dict((await conn.execute(text(
+        by_node = dict(await fetch(conn,
             "SELECT locked_by, count(*) FROM job_executions WHERE state = 'PROCESSING' GROUP BY locked_by"
-        ))).all())
-        processing_events = (await conn.execute(text(
+        ))
+        processing_events = await fetchrow(conn,
             "SELECT count(*), count(DISTINCT execution_id) FROM job_events WHERE event->>'new_state' = 'PROCESSING'"
-        ))).one()
+        )
     assert by_node == {f"node-{i}": len(r) for i, r in enumerate(results) if r}
     assert tuple(processing_events) == (2000, 2000)

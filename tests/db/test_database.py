@@ -6,16 +6,15 @@ import asyncio
 
 import asyncpg
 import pytest
-from sqlalchemy import text
 
 from app.db.database import Database
+from app.db.statements import fetchval
 from app.domain.errors import DatabaseUnavailable
 
 
 async def backend_alive(db: Database, pid: int) -> bool:
     async with db.autocommit() as conn:
-        return bool((await conn.execute(text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"),
-                                        {"pid": pid})).scalar_one())
+        return bool(await fetchval(conn, "SELECT count(*) FROM pg_stat_activity WHERE pid = :pid", pid=pid))
 
 
 async def test_a_driver_protocol_error_is_unavailable_and_its_connection_replaced(db: Database) -> None:
@@ -24,7 +23,7 @@ async def test_a_driver_protocol_error_is_unavailable_and_its_connection_replace
     # (its protocol is still consuming that error): a 503 to retry, not a 500.
     with pytest.raises(DatabaseUnavailable, match="cannot switch to state 11"):
         async with db.autocommit() as conn:
-            pid = (await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+            pid = await fetchval(conn, "SELECT pg_backend_pid()")
             raise asyncpg.exceptions.InternalClientError(
                 "cannot switch to state 11; another operation (2) is in progress")
     for _ in range(100):  # closed by the pool, not handed out again: its backend exits
@@ -37,5 +36,4 @@ async def test_a_driver_protocol_error_is_unavailable_and_its_connection_replace
 async def test_a_statement_error_is_not_worded_unavailable(db: Database) -> None:
     with pytest.raises(asyncpg.exceptions.DivisionByZeroError):
         async with db.autocommit() as conn:
-            driver = (await conn.get_raw_connection()).driver_connection
-            await driver.fetchval("SELECT 1 / 0")
+            await fetchval(conn, "SELECT 1 / 0")

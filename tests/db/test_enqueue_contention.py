@@ -12,16 +12,16 @@ import asyncpg
 import httpx
 import orjson
 import pytest
-from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from app.db.database import Database
-from app.db.engine import DatabaseConfig, create_engine
+from app.db.connection import DatabaseConfig
 from app.db.handlers import HandlerRepository
 from app.domain.errors import DatabaseContention, DatabaseUnavailable
 from app.domain.executions import NewJob
 from app.domain.signing import new_handler_secret
 from app.services.enqueue import EnqueueLimits, EnqueueService
+from app.db.statements import fetchval
 from tests.conftest import PROBLEM, register
 
 
@@ -49,7 +49,7 @@ async def test_two_batches_naming_the_same_keys_in_opposite_orders_never_deadloc
     try:
         for round_ in range(5):
             async with db.transaction() as conn:
-                await conn.execute(text("TRUNCATE job_events, job_executions CASCADE"))
+                await conn.execute("TRUNCATE job_events, job_executions CASCADE")
 
             async def enqueue(conn: asyncpg.Connection, jobs: str) -> dict[str, Any]:
                 async with conn.transaction():
@@ -101,21 +101,21 @@ async def contended(db: Database) -> Any:
 
     async def install(fail_times: int, sqlstate: str = "40001") -> None:
         async with db.transaction() as conn:
-            await conn.exec_driver_sql("DROP TRIGGER IF EXISTS contended ON job_executions")
-            await conn.exec_driver_sql("DROP SEQUENCE IF EXISTS contended_tries")
+            await conn.execute("DROP TRIGGER IF EXISTS contended ON job_executions")
+            await conn.execute("DROP SEQUENCE IF EXISTS contended_tries")
             for statement in CONTENDED.format(fail_times=fail_times, sqlstate=sqlstate).split(";\nCREATE"):
-                await conn.exec_driver_sql(statement if statement.startswith("\n") else "CREATE" + statement)
+                await conn.execute(statement if statement.startswith("\n") else "CREATE" + statement)
 
     async def tries() -> int:
         async with db.transaction() as conn:
-            return (await conn.execute(text("SELECT last_value FROM contended_tries"))).scalar_one()
+            return await fetchval(conn, "SELECT last_value FROM contended_tries")
 
     install.tries = tries  # type: ignore[attr-defined]
     yield install
     async with db.transaction() as conn:
-        await conn.exec_driver_sql("DROP TRIGGER IF EXISTS contended ON job_executions")
-        await conn.exec_driver_sql("DROP FUNCTION IF EXISTS contended()")
-        await conn.exec_driver_sql("DROP SEQUENCE IF EXISTS contended_tries")
+        await conn.execute("DROP TRIGGER IF EXISTS contended ON job_executions")
+        await conn.execute("DROP FUNCTION IF EXISTS contended()")
+        await conn.execute("DROP SEQUENCE IF EXISTS contended_tries")
 
 
 async def test_an_enqueue_that_loses_to_concurrent_transactions_is_tried_again(db: Database, contended) -> None:
@@ -137,7 +137,7 @@ async def test_an_enqueue_that_keeps_losing_answers_503_with_retry_after_and_wri
     assert "send it again" in response.json()["detail"]
     assert await contended.tries() == 4  # bounded: the first try and three more
     async with db.transaction() as conn:
-        assert (await conn.execute(text("SELECT count(*) FROM job_executions"))).scalar_one() == 0
+        assert await fetchval(conn, "SELECT count(*) FROM job_executions") == 0
 
     batch = await api.post("/v1/jobs/batch", json={"jobs": [{"handler": "contended"}, {"handler": "contended"}]})
     assert batch.status_code == 503 and batch.headers["retry-after"] == "1"
@@ -158,14 +158,13 @@ async def test_a_group_of_enqueues_fails_at_once_when_the_database_is_unreachabl
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = await asyncio.start_server(refuse, "127.0.0.1", port)
-    db = Database(create_engine(DatabaseConfig(url=f"postgresql://jobwire@127.0.0.1:{port}/gone", pool_timeout=5)),
-                  None)
+    db = await Database.open(DatabaseConfig(url=f"postgresql://jobwire@127.0.0.1:{port}/gone", pool_timeout=5))
     service = EnqueueService(db, EnqueueLimits(max_payload_bytes=1_048_576))
     try:
         outcomes = await asyncio.gather(*(service.enqueue([NewJob(handler="h", job_id=f"j{i}")]) for i in range(10)),
                                         return_exceptions=True)
     finally:
-        await db.dispose()
+        await db.close()
         server.close()
         await server.wait_closed()
     assert all(isinstance(o, DatabaseUnavailable) for o in outcomes), outcomes
@@ -175,11 +174,11 @@ async def test_a_group_of_enqueues_fails_at_once_when_the_database_is_unreachabl
 async def test_contention_is_its_own_error_not_an_outage(db: Database) -> None:
     with pytest.raises(DatabaseContention):
         async with db.transaction() as conn:
-            await conn.exec_driver_sql(
+            await conn.execute(
                 "DO $$ BEGIN RAISE EXCEPTION 'lost' USING ERRCODE = 'serialization_failure'; END $$")
     with pytest.raises(DatabaseContention):
         async with db.autocommit() as conn:
-            await conn.exec_driver_sql(
+            await conn.execute(
                 "DO $$ BEGIN RAISE EXCEPTION 'lost' USING ERRCODE = 'deadlock_detected'; END $$")
 
 

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import text
 
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
@@ -26,6 +25,8 @@ from app.domain.executions import ClaimedJob, NewJob
 from app.domain.signing import new_handler_secret
 from app.domain.states import JobState
 from app.services.enqueue import EnqueueLimits, EnqueueService
+from app.db.statements import fetchval
+from tests.conftest import rolled_back, sql
 from tests.db.test_claim import explain, seed_for_explain, uses_index
 
 repo = ExecutionRepository()
@@ -66,12 +67,6 @@ async def succeed(db: Database, claimed: Sequence[ClaimedJob]) -> None:
 
 def names(claimed: Sequence[ClaimedJob]) -> set[str]:
     return {c.job_id for c in claimed}
-
-
-async def sql(db: Database, statement: str, **params: Any) -> list[Any]:
-    async with db.transaction() as conn:
-        result = await conn.execute(text(statement), params)
-        return list(result) if result.returns_rows else []
 
 
 async def states(db: Database) -> dict[str, int]:
@@ -200,10 +195,9 @@ async def test_a_claim_transaction_holding_the_queue_lock_keeps_others_off_its_s
 
     # And when A rolls back, the queue is free again.
     await succeed(db, mine)
-    async with db.transaction() as a:
+    async with rolled_back(db) as a:
         assert names(await repo.claim(a, "node-a", 1, [], default_timeout=60.0)) == {"s2"}
         assert await claim(db, n=10, node="node-b") == []
-        await a.rollback()
     assert names(await claim(db, n=10, node="node-b")) == {"s2"}
 
 
@@ -251,13 +245,12 @@ async def test_twelve_claimers_never_run_two_stateful_jobs_of_one_queue_at_once(
     samples: list[dict[str, int]] = []
 
     async def sampler() -> None:
-        async with db.engine.connect() as conn:
+        async with db.pool.acquire() as conn:
             while not stop.is_set():
-                rows = await conn.execute(text(
+                rows = await conn.fetch(
                     "SELECT queue, count(*) FROM job_executions WHERE stateful AND state = 'PROCESSING' "
-                    "GROUP BY queue"))
-                samples.append(dict(rows.all()))  # type: ignore[arg-type]
-                await conn.commit()
+                    "GROUP BY queue")
+                samples.append({r[0]: r[1] for r in rows})
                 await asyncio.sleep(0)
 
     sampling = asyncio.create_task(sampler())
@@ -309,12 +302,10 @@ async def test_concurrent_claimers_never_exceed_a_handlers_max_concurrency(db: D
     samples: list[int] = []
 
     async def sampler() -> None:
-        async with db.engine.connect() as conn:
+        async with db.pool.acquire() as conn:
             while not stop.is_set():
-                samples.append((await conn.execute(text(
-                    "SELECT count(*) FROM job_executions WHERE handler = 'limited' AND state = 'PROCESSING'"
-                ))).scalar_one())
-                await conn.commit()
+                samples.append(await fetchval(
+                    conn, "SELECT count(*) FROM job_executions WHERE handler = 'limited' AND state = 'PROCESSING'"))
                 await asyncio.sleep(0)
 
     sampling = asyncio.create_task(sampler())
@@ -358,14 +349,13 @@ async def test_a_handler_whose_lock_another_claim_holds_is_skipped(db: Database)
     await add_handler(db)
     await enqueue(db, [job(f"l{i}", handler="limited", priority=5) for i in range(6)]
                   + [job(f"h{i}") for i in range(4)])
-    async with db.transaction() as a:
+    async with rolled_back(db) as a:
         mine = await repo.claim(a, "node-a", 1, [], default_timeout=60.0)
         assert names(mine) == {"l0"}
         # B cannot count the limited handler's free slots while A holds its lock: it skips them.
         # (h0 may be row-locked by A's claim, which looked at it and kept l0: SKIP LOCKED passes it.)
         assert {"h1", "h2", "h3"} <= names(await claim(db, n=20, node="node-b")) <= {"h0", "h1", "h2", "h3"}
         assert await claim(db, n=20, node="node-c") == []
-        await a.rollback()
     assert names(await claim(db, n=20, node="node-b")) - {"h0"} == {"l0", "l1", "l2"}
 
 

@@ -10,11 +10,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.db.database import Database
+from app.db.database import Connection, Database
 from app.db.executions import ExecutionRepository
+from app.db.statements import execute, fetch, fetchval
 from app.db.handlers import HandlerRepository
 from app.domain.executions import Execution, NewJob
 from app.domain.signing import new_handler_secret
@@ -47,8 +46,8 @@ async def processing(db: Database, *, cron: bool = False, **kw: Any) -> uuid.UUI
     execution_id = await enqueued(db, **kw)
     if cron:
         async with db.transaction() as conn:
-            await conn.execute(text("UPDATE job_executions SET job_type = 'CRON', fire_at = now() WHERE id = :id"),
-                               {"id": execution_id})
+            await execute(conn, "UPDATE job_executions SET job_type = 'CRON', fire_at = now() WHERE id = :id",
+                          id=execution_id)
     async with db.transaction() as conn:
         [claimed] = await repo.claim(conn, "node-1", 1, [], default_timeout=60.0)
     assert claimed.id == execution_id
@@ -62,12 +61,12 @@ async def get(db: Database, execution_id: uuid.UUID) -> Execution:
     return execution
 
 
-async def events(db: Database, execution_id: uuid.UUID, conn: AsyncConnection | None = None) -> list[dict[str, Any]]:
-    sql = text("SELECT event FROM job_events WHERE execution_id = :id ORDER BY id")
+async def events(db: Database, execution_id: uuid.UUID, conn: Connection | None = None) -> list[dict[str, Any]]:
+    sql = "SELECT event FROM job_events WHERE execution_id = :id ORDER BY id"
     if conn is not None:
-        return [r[0] for r in await conn.execute(sql, {"id": execution_id})]
+        return [r[0] for r in await fetch(conn, sql, id=execution_id)]
     async with db.transaction() as own:
-        return [r[0] for r in await own.execute(sql, {"id": execution_id})]
+        return [r[0] for r in await fetch(own, sql, id=execution_id)]
 
 
 def trail(evs: list[dict[str, Any]]) -> list[tuple[str, int]]:
@@ -235,8 +234,8 @@ async def test_an_abandonment_at_the_deadline_applies_only_once_the_deadline_has
                                 error_type="abandoned_deadline", retryable=True, delay=0.0, at_deadline=True)
     assert early is None and (await get(db, execution_id)).state is S.PROCESSING
     async with db.transaction() as conn:
-        await conn.execute(text("UPDATE job_executions SET deadline_at = now() - interval '1 ms' WHERE id = :id"),
-                           {"id": execution_id})
+        await execute(conn, "UPDATE job_executions SET deadline_at = now() - interval '1 ms' WHERE id = :id",
+                      id=execution_id)
         due = await repo.fail(conn, execution_id, 0, cause=S.ABANDONED, error="no reply by the deadline",
                               error_type="abandoned_deadline", retryable=True, delay=0.0, at_deadline=True)
     assert due is not None and (due.state, due.attempt) == (S.ENQUEUED, 1)
@@ -360,7 +359,7 @@ class Rollback(Exception):
     pass
 
 
-Operation = Callable[[AsyncConnection, uuid.UUID], Awaitable[Any]]
+Operation = Callable[[Connection, uuid.UUID], Awaitable[Any]]
 
 
 async def test_a_claim_whose_reply_was_lost_returns_to_enqueued_with_the_same_attempt(db: Database,
@@ -375,8 +374,8 @@ async def test_a_claim_whose_reply_was_lost_returns_to_enqueued_with_the_same_at
     working = await enqueued(db)
     fire = await enqueued(db)
     async with db.transaction() as conn:
-        await conn.execute(text("UPDATE job_executions SET job_type = 'CRON', fire_at = now() - interval '1 s', "
-                                "fire_node = '' WHERE id = :id"), {"id": fire})
+        await execute(conn, "UPDATE job_executions SET job_type = 'CRON', fire_at = now() - interval '1 s', "
+                                "fire_node = '' WHERE id = :id", id=fire)
         claimed = await repo.claim(conn, "node-1", 10, [], default_timeout=60.0)
     assert {c.id for c in claimed} == {lost, working, fire}
     fire_at = (await get(db, fire)).scheduled_at
@@ -400,23 +399,23 @@ async def test_a_claim_whose_reply_was_lost_returns_to_enqueued_with_the_same_at
     assert (await get(db, lost)).locked_by == "node-2"
 
 
-async def op_claim(conn: AsyncConnection, _: uuid.UUID) -> Any:
+async def op_claim(conn: Connection, _: uuid.UUID) -> Any:
     return await repo.claim(conn, "node-1", 1, [], default_timeout=60.0)
 
 
-async def op_succeed(conn: AsyncConnection, i: uuid.UUID) -> Any:
+async def op_succeed(conn: Connection, i: uuid.UUID) -> Any:
     return await repo.succeed_many(conn, [(i, 0, "r")], "jobwire_default_enqueued")
 
 
-async def op_fail(conn: AsyncConnection, i: uuid.UUID) -> Any:
+async def op_fail(conn: Connection, i: uuid.UUID) -> Any:
     return await repo.fail(conn, i, 0, cause=S.FAILED, error="e", error_type="http_status", retryable=True, delay=0)
 
 
-async def op_cancel(conn: AsyncConnection, i: uuid.UUID) -> Any:
+async def op_cancel(conn: Connection, i: uuid.UUID) -> Any:
     return await repo.cancel(conn, i)
 
 
-async def op_retry(conn: AsyncConnection, i: uuid.UUID) -> Any:
+async def op_retry(conn: Connection, i: uuid.UUID) -> Any:
     return await repo.retry_manually(conn, i)
 
 
@@ -528,7 +527,6 @@ async def test_batches_over_the_same_rows_in_opposite_orders_wait_instead_of_dea
         # Both batches at once, each on its own connection, in opposite orders; a deadlock raises here.
         await asyncio.gather(successes(db, items), releases(db, list(reversed(items))))
     async with db.transaction() as conn:
-        states = dict((await conn.execute(text("SELECT state, count(*) FROM job_executions GROUP BY state"))).all())
-        succeeded = (await conn.execute(text(
-            "SELECT count(*) FROM job_events WHERE event->>'new_state' = 'SUCCEEDED'"))).scalar_one()
+        states = dict(await fetch(conn, "SELECT state, count(*) FROM job_executions GROUP BY state"))
+        succeeded = await fetchval(conn, "SELECT count(*) FROM job_events WHERE event->>'new_state' = 'SUCCEEDED'")
     assert states == {"SUCCEEDED": 1000} and succeeded == 1000

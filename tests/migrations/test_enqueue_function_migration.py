@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from app.db.database import Database
+from app.db.database import notify_channel
 from app.db.migrate import downgrade_sync, upgrade_sync
 from tests.migrations.test_migrations import fetch
 
@@ -36,7 +36,7 @@ async def test_the_function_lives_beside_the_tables_pinned_to_them_and_goes_on_d
         assert f"search_path={quoted}" in config
     _, config, source = found["jobwire_enqueue"]
     assert "TimeZone=UTC" in config
-    channel = Database(engine=None, schema=schema).notify_channel  # type: ignore[arg-type]
+    channel = notify_channel(schema)
     assert f"pg_notify('{channel}', '')" in source
 
     await asyncio.to_thread(downgrade_sync, url, schema, "20261129_0001")

@@ -18,8 +18,10 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
 
-from app.db.engine import DatabaseConfig, create_engine
+from app.db.connection import async_url, connect_args
 from app.db.migrate import downgrade_sync, head_revisions, script_location, upgrade_sync
 from app.db.tables import metadata
 
@@ -55,7 +57,8 @@ async def downgrade(url: str, schema: str | None, revision: str) -> None:
 
 
 async def differences(url: str, schema: str | None = None) -> list[Any]:
-    engine = create_engine(DatabaseConfig(url=url, schema=schema))
+    # alembic compares through SQLAlchemy (the migrations' own tooling), as env.py connects.
+    engine = create_async_engine(async_url(url), poolclass=NullPool, connect_args=connect_args(schema))
     try:
         async with engine.connect() as conn:
             return await conn.run_sync(lambda sync: compare_metadata(

@@ -12,14 +12,14 @@ from uuid import UUID
 
 import httpx
 from aiohttp import web
-from sqlalchemy import text
 
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
 from app.domain.executions import NewJob
 from app.services.coordination import CoordinationService
-from tests.conftest import register, settled_scanner, wait_for_state
+from app.db.statements import execute
+from tests.conftest import register, settled_scanner, sql, wait_for_state
 
 DEAD = "dead-node-x"
 STALE_HEARTBEAT = ("INSERT INTO job_server_heartbeats(server_id, last_heartbeat, started_at) "
@@ -78,12 +78,6 @@ async def row(db: Database, execution_id: str | UUID):
         found = await ExecutionRepository().get(conn, UUID(str(execution_id)))
     assert found is not None
     return found
-
-
-async def sql(db: Database, statement: str, **params: Any) -> list[Any]:
-    async with db.transaction() as conn:
-        result = await conn.execute(text(statement), params)
-        return list(result) if result.returns_rows else []
 
 
 async def heartbeat_rows(db: Database) -> set[str]:
@@ -232,9 +226,10 @@ async def test_the_heartbeat_row_is_kept_until_every_recovery_committed(db):
     await sql(db, STALE_HEARTBEAT, node=DEAD)
     held = ids[0]
 
-    async with db.engine.connect() as other:
-        txn = await other.begin()
-        await other.execute(text("SELECT id FROM job_executions WHERE id = :id FOR UPDATE"), {"id": held})
+    async with db.pool.acquire() as other:
+        txn = other.transaction()
+        await txn.start()
+        await execute(other, "SELECT id FROM job_executions WHERE id = :id FOR UPDATE", id=held)
         report = await scanner(db).recover_dead_nodes()
         assert report.recovered == 4 and report.forgotten == []
         assert DEAD in await heartbeat_rows(db)

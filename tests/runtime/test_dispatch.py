@@ -10,10 +10,10 @@ from uuid import UUID
 
 import httpx
 from aiohttp import web
-from sqlalchemy import text
 from standardwebhooks.webhooks import Webhook
 
 from app.db.executions import ExecutionRepository
+from app.db.statements import fetchval
 from tests.conftest import register, wait_for_state
 
 
@@ -142,9 +142,8 @@ async def test_retry_after_on_429_sets_the_delay(jobwire, handler, db):
             await asyncio.sleep(0.02)
     assert waiting and waiting["state"] == "ENQUEUED" and waiting["attempt"] == 1
     async with db.transaction() as conn:
-        delay = (await conn.execute(text(
-            "SELECT EXTRACT(EPOCH FROM scheduled_at - updated_at) FROM job_executions WHERE id = :id"),
-            {"id": job["id"]})).scalar_one()
+        delay = await fetchval(conn,
+            "SELECT EXTRACT(EPOCH FROM scheduled_at - updated_at) FROM job_executions WHERE id = :id", id=job["id"])
     assert abs(float(delay) - 7.0) < 0.01
 
 

@@ -14,9 +14,9 @@ from uuid import UUID
 import httpx
 import pytest
 from aiohttp import web
-from sqlalchemy import text
 
 from app.db.database import Database
+from app.db.statements import fetch
 from tests.conftest import HandlerServer, RunningServer, register, wait_for_state
 
 TRUNCATED = "…[truncated {} chars]"
@@ -96,9 +96,9 @@ async def test_log_messages_are_stored_normalized_with_their_attempt(api, handle
     assert stored[-1]["logged_at"] == "2030-01-02T01:04:05.123000Z"
     # PostgreSQL counts the emoji line in code points, as the API does.
     async with db.transaction() as conn:
-        lengths = (await conn.execute(text(
-            "SELECT char_length(message) FROM job_logs WHERE execution_id = :id ORDER BY id"),
-            {"id": UUID(job["execution_id"])})).scalars().all()
+        lengths = [r[0] for r in await fetch(
+            conn, "SELECT char_length(message) FROM job_logs WHERE execution_id = :id ORDER BY id",
+            id=UUID(job["execution_id"]))]
     assert lengths[5] == 8192 + len(TRUNCATED.format(808))
 
 

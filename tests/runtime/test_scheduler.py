@@ -11,22 +11,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import text
 
 from app.db.database import Database
 from app.db.handlers import HandlerRepository
 from app.domain.schedules import ExecutionMode, MisfirePolicy, OverlapPolicy, ScheduleSpec
 from app.services.schedules import ScheduleLimits, ScheduleService
 from app.services.scheduling import SchedulingConfig, SchedulingService, TickReport
-from tests.conftest import register, settled_scanner
+from tests.conftest import register, settled_scanner, sql
 
 EVERY_SECOND = "*/1 * * * * *"
-
-
-async def sql(db: Database, statement: str, **params: Any) -> list[Any]:
-    async with db.transaction() as conn:
-        result = await conn.execute(text(statement), params)
-        return list(result) if result.returns_rows else []
 
 
 async def declare(db: Database, job_id: str = "tick", **spec: Any) -> ScheduleService:
@@ -221,7 +214,7 @@ async def test_trigger_is_exempt_from_overlap(db):
 async def cron_rows(db: Database, job_id: str) -> list[dict[str, Any]]:
     rows = await sql(db, "SELECT id, fire_at, scheduled_at, state, attempt, metadata FROM job_executions "
                          "WHERE job_id = :j ORDER BY fire_at", j=job_id)
-    return [dict(r._mapping) for r in rows]
+    return [dict(r) for r in rows]
 
 
 async def wait_until(predicate, timeout: float = 10.0) -> None:

@@ -44,3 +44,7 @@ INSERT INTO job_meta (key, value) VALUES (:key, :value) ON CONFLICT (key) DO NOT
 
 -- name: meta_get
 SELECT value FROM job_meta WHERE key = :key
+
+-- name: migration_heads
+-- The revisions alembic recorded (readiness compares them with this build's head).
+SELECT version_num FROM alembic_version

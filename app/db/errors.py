@@ -1,0 +1,62 @@
+"""The one translation of database errors into domain errors, by SQLSTATE and constraint name.
+
+- the server is not there for us (connection exceptions 08…, shutdown, too many connections, a
+  database refusing connections) or the driver lost the connection → DatabaseUnavailable;
+- another transaction won (serialization failure, deadlock) → DatabaseContention: nothing was
+  written, the unit of work may run again;
+- jobwire_enqueue's refusal (SQLSTATE 22023, CONSTRAINT jobwire_enqueue, the fields at fault as
+  JSON in DETAIL) → ValidationFailed naming `jobs[i].field`.
+Anything else is a bug and stays what it is.
+"""
+
+from __future__ import annotations
+
+
+import asyncpg
+import orjson
+
+from app.domain.errors import DatabaseContention, DatabaseUnavailable, FieldError, ValidationFailed
+
+_UNAVAILABLE_PREFIXES = ("08", "57P01", "57P02", "57P03", "53300", "55000")
+_CONTENTION = ("40001", "40P01")
+ENQUEUE_REFUSAL = "jobwire_enqueue"
+
+# The driver's own connection-level failures. InternalClientError is its protocol refusing a
+# statement while it is still taking in something the server sent unasked: the FATAL
+# "terminating connection" of a backend killed while the connection sat in the pool, read just
+# before the socket closes. No statement was sent; the connection is finished either way.
+_DRIVER_CONNECTION_ERRORS = (asyncpg.InterfaceError, asyncpg.exceptions.InternalClientError,
+                             asyncpg.exceptions.ConnectionDoesNotExistError)
+
+
+def is_connection_problem(exc: BaseException) -> bool:
+    if isinstance(exc, (OSError, ConnectionError, *_DRIVER_CONNECTION_ERRORS)):  # TimeoutError too
+        return True
+    if isinstance(exc, asyncpg.PostgresError):
+        return str(exc.sqlstate or "").startswith(_UNAVAILABLE_PREFIXES)
+    return False
+
+
+def translate(exc: BaseException) -> Exception | None:
+    """The domain error `exc` stands for, or None when it is not one of the database's answers
+    above (then it propagates as it is)."""
+    if is_connection_problem(exc):
+        return DatabaseUnavailable(first_line(exc))
+    if isinstance(exc, asyncpg.PostgresError):
+        if exc.sqlstate in _CONTENTION:
+            return DatabaseContention(first_line(exc))
+        if getattr(exc, "constraint_name", None) == ENQUEUE_REFUSAL:
+            return _enqueue_refusal(exc)
+    return None
+
+
+def _enqueue_refusal(exc: asyncpg.PostgresError) -> ValidationFailed:
+    try:
+        errors = orjson.loads(exc.detail or "")
+        return ValidationFailed([FieldError(e["field"], e["message"]) for e in errors])
+    except (TypeError, KeyError, orjson.JSONDecodeError):
+        return ValidationFailed([FieldError("jobs", str(exc))])
+
+
+def first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
