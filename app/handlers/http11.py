@@ -8,14 +8,17 @@ a handful of headers known in advance, and from the reply only the status, two h
 size-capped body. This client writes the request in one buffer and parses the reply with
 httptools (llhttp, the parser uvicorn uses), on asyncio protocols with keep-alive pooling.
 
-What it does: http and https (TLS verified against the system's CA store), one connection per
-call in flight, idle connections kept per origin for `idle_timeout` seconds (at most `limit`
-in all; dropped as soon as the server closes them or sends anything unasked),
-`Connection: close` and HTTP/1.0 replies honoured, chunked and length-delimited and
-read-until-close bodies, the body cap (the connection is dropped when a reply exceeds it).
-An informational (1xx) reply counts as the reply. What it does not: redirects (never
-followed, as the dispatch protocol says), proxies, compression (no Accept-Encoding is sent, so
-replies come uncompressed), HTTP/2.
+What it does: http and https (TLS with the certificate and host name verified, against the
+system's CA store or the `ssl_context` given), one connection per call in flight, idle
+connections kept per origin for `idle_timeout` seconds (at most `limit` in all; dropped as soon
+as the server closes them or sends anything unasked), `Connection: close` and HTTP/1.0 replies
+honoured, chunked (extensions ignored, trailers read and dropped) and length-delimited and
+read-until-close bodies, the body cap (the connection is dropped when a reply exceeds it), a
+cap on the head (MAX_HEAD_BYTES), interim 1xx replies skipped for the final one. What it does
+not: redirects (never followed, as the dispatch protocol says), proxies, compression (no
+Accept-Encoding is sent, so replies come uncompressed), HTTP/2. tests/runtime/test_http11_client.py
+holds it to what a library would be held to: a local CA, peers that close early, trickle,
+send huge heads or garbage.
 """
 
 from __future__ import annotations
@@ -71,6 +74,17 @@ def split_url(url: str) -> tuple[Origin, str]:
     return Origin(parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80)), target
 
 
+MAX_HEAD_BYTES = 64 * 1024
+"""The most a reply's status line and headers (trailers included) may take, each interim reply
+on its own; beyond it the call fails rather than buffer without bound. Common servers allow a
+request head less: nginx 4 × 8 KiB (large_client_header_buffers), Node 16 KiB; aiohttp, the
+other transport, reads at most 128 lines of 8 KiB."""
+
+
+class _Stop(Exception):
+    """Raised from a parser callback to stop parsing a reply that has already failed."""
+
+
 _KEPT_HEADERS = (b"retry-after", b"date", b"connection", b"content-length", b"transfer-encoding")
 _SHOWN_HEADERS = ("retry-after", "date")
 
@@ -93,15 +107,27 @@ class _Connection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
-        if self._reply is None:  # nothing asked: the server may not speak first
+        reply = self._reply
+        if reply is None:  # nothing asked: the server may not speak first
             self._abort()
             return
+        size = self._size
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             self._fail(HttpError("the handler answered with a protocol upgrade"))
+            return
         except httptools.HttpParserError as exc:
             self._fail(HttpError(f"malformed HTTP reply: {exc}"))
+            return
+        if self._size == size and not reply.done():
+            # No body byte and no end: these bytes went to a status line, a header, chunk framing or
+            # a trailer, which httptools buffers until its line ends. Bound them, read after read.
+            self._unframed += len(data)
+            if self._unframed > MAX_HEAD_BYTES:
+                self._head_too_large()
+        else:
+            self._unframed = 0
 
     def eof_received(self) -> bool:
         self._end_of_stream()
@@ -134,8 +160,13 @@ class _Connection(asyncio.Protocol):
 
     def on_status(self, status: bytes) -> None:
         self._reason += status
+        self._head_size += len(status)
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        self._head_size += len(name) + len(value) + 4  # ": " and CRLF
+        if self._head_size > MAX_HEAD_BYTES:  # headers and trailers together, however they were read
+            self._head_too_large()
+            raise _Stop
         key = name.lower()
         if key in _KEPT_HEADERS:
             self._headers[key.decode("latin-1")] = value.decode("latin-1")
@@ -206,6 +237,8 @@ class _Connection(asyncio.Protocol):
         self._size = 0
         self._too_large = False
         self._until_close = False
+        self._head_size = 0
+        self._unframed = 0
 
     def _finish(self) -> None:
         reply = self._reply
@@ -223,6 +256,9 @@ class _Connection(asyncio.Protocol):
             too_large=self._too_large,
         ))
 
+    def _head_too_large(self) -> None:
+        self._fail(HttpError(f"the reply's head is over {MAX_HEAD_BYTES // 1024} KiB"))
+
     def _fail(self, exc: Exception) -> None:
         self._abort()
         if self._reply is not None and not self._reply.done():
@@ -235,7 +271,8 @@ class _Pool:
 
 
 class Http11Client:
-    """POST over pooled keep-alive HTTP/1.1 connections. At most `limit` connections open."""
+    """POST over pooled keep-alive HTTP/1.1 connections. At most `limit` connections open;
+    https verified against `ssl_context` (None: the system's CA store)."""
 
     def __init__(self, limit: int, max_body: int, idle_timeout: float = 15.0,
                  ssl_context: ssl.SSLContext | None = None) -> None:

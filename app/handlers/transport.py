@@ -3,16 +3,20 @@ per call.
 
 Two implementations behind one protocol, chosen by JOBWIRE_DISPATCH_CLIENT:
 - Http11Transport (default): app.handlers.http11, a small HTTP/1.1 client on asyncio protocols
-  and httptools. Measured here against the benchmark's no-op handler, 64 calls in flight:
-  ~110–130 µs of client CPU per call against aiohttp's ~320–350 µs (`python -m bench.http_clients`).
+  and httptools, for http and https handlers alike. Measured here against the benchmark's no-op
+  handler, 64 calls in flight: ~110–130 µs of client CPU per call against aiohttp's ~320–350 µs
+  (`python -m bench.http_clients`).
 - AiohttpTransport: one aiohttp ClientSession; the fallback, should a handler need what the
   small client does not do (a proxy, compressed replies).
+Both verify https handlers against the system's CA store, or the `ssl_context` they are given
+(tests inject a local CA's trust this way; no setting reads it).
 Not httpx: ~580 POST/s per process here (httpx pegs the CPU; encode/httpx#3215).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -51,8 +55,9 @@ def _bounded(timeout: float | None) -> float | None:
 
 
 class Http11Transport:
-    def __init__(self, limit: int, max_response_bytes: int) -> None:
-        self.client = Http11Client(limit, max_response_bytes)
+    def __init__(self, limit: int, max_response_bytes: int, ssl_context: ssl.SSLContext | None = None) -> None:
+        """`ssl_context`: whom https handlers are verified against (None: the system's CA store)."""
+        self.client = Http11Client(limit, max_response_bytes, ssl_context=ssl_context)
 
     async def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float | None) -> Reply:
         try:
@@ -70,9 +75,11 @@ class Http11Transport:
 
 
 class AiohttpTransport:
-    def __init__(self, limit: int, max_response_bytes: int) -> None:
+    def __init__(self, limit: int, max_response_bytes: int, ssl_context: ssl.SSLContext | None = None) -> None:
+        """`ssl_context`: whom https handlers are verified against (None: the system's CA store)."""
         connector = aiohttp.TCPConnector(limit=limit, limit_per_host=0, ttl_dns_cache=60,
-                                         enable_cleanup_closed=True)
+                                         enable_cleanup_closed=True,
+                                         ssl=ssl_context if ssl_context is not None else True)
         self.session = aiohttp.ClientSession(connector=connector, auto_decompress=True,
                                              skip_auto_headers=("User-Agent",))
         self.max_response_bytes = max_response_bytes

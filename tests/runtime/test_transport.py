@@ -1,6 +1,7 @@
 """Both handler-call transports against a scripted HTTP server on loopback: keep-alive reuse,
 every way a reply body can be delimited, the size cap, replies cut short or malformed, and the
-deadline. The dispatch tests (test_dispatch.py) cover the rest through the real dispatcher."""
+deadline. test_http11_client.py adds the peers a library must survive (TLS, trickling, huge heads,
+early closes, garbage); the dispatch tests (test_dispatch.py) cover the rest through the real dispatcher."""
 
 from __future__ import annotations
 
