@@ -9,6 +9,7 @@ import os
 import secrets
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,9 +23,11 @@ from sqlalchemy.engine import make_url
 
 from app.config import Settings
 from app.db.database import Database
-from app.db.engine import DatabaseConfig, create_engine
+from app.db.connection import DatabaseConfig
+from app.db.statements import fetch, fetchval
 from app.db.migrate import upgrade_sync
 from app.main import create_app
+from tests import api_contract
 
 # Property tests: "ci" (the default) is deterministic and quick, a fixed example count with no
 # deadline (a loaded machine must not fail a test) and no example database written to the tree;
@@ -97,17 +100,41 @@ async def database_url(fresh_database: Callable[[], Awaitable[str]]) -> str:
 
 @pytest.fixture(scope="session")
 async def session_db(database_url: str) -> AsyncIterator[Database]:
-    db = Database(create_engine(DatabaseConfig(url=database_url)), None)
+    db = await Database.open(DatabaseConfig(url=database_url))
     yield db
-    await db.dispose()
+    await db.close()
 
 
 @pytest.fixture
 async def db(session_db: Database) -> Database:
     """The session database with every job table emptied (job_meta keeps the server key)."""
     async with session_db.transaction() as conn:
-        await conn.exec_driver_sql(f"TRUNCATE {', '.join(TABLES)}")
+        await conn.execute(f"TRUNCATE {', '.join(TABLES)}")
     return session_db
+
+
+@asynccontextmanager
+async def rolled_back(db: Database) -> AsyncIterator[Any]:
+    """A pooled connection in a transaction that is rolled back at the end, whatever happened."""
+    async with db.pool.acquire() as conn:
+        transaction = conn.transaction()
+        await transaction.start()
+        try:
+            yield conn
+        finally:
+            await transaction.rollback()
+
+
+async def sql(db: Database, statement: str, **params: Any) -> list[Any]:
+    """Run one statement (named parameters, `:id`) in its own transaction; its rows."""
+    async with db.transaction() as conn:
+        return list(await fetch(conn, statement, **params))
+
+
+async def scalar(db: Database, statement: str, **params: Any) -> Any:
+    """The first column of the first row of one statement (named parameters) in its own transaction."""
+    async with db.transaction() as conn:
+        return await fetchval(conn, statement, **params)
 
 
 def settings_for(database_url: str, **overrides: Any) -> Settings:
@@ -154,7 +181,18 @@ async def start_server(settings: Settings, *, background: bool = True) -> Runnin
         await asyncio.sleep(0.02)
     else:
         raise RuntimeError("jobwire did not start")
-    return RunningServer(f"http://127.0.0.1:{settings.port}", app, settings, server, task)
+    url = f"http://127.0.0.1:{settings.port}"
+    api_contract.register(url, app, live=lambda: not server.should_exit)  # its 2xx bodies are checked
+    return RunningServer(url, app, settings, server, task)
+
+
+@pytest.fixture(autouse=True)
+def response_contract() -> Iterator[None]:
+    """Every 2xx JSON body a Jobwire server sends a test matches its route's declared response
+    model (tests/api_contract.py)."""
+    with api_contract.checking() as violations:
+        yield
+    assert not violations, "\n".join(violations)
 
 
 @pytest.fixture(scope="module")

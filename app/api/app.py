@@ -2,30 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from collections.abc import Callable
 from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI, Security
+from fastapi import FastAPI, Security
 from fastapi.security import HTTPBearer
 
-from app.api import (
-    errors,
-    routes_callbacks,
-    routes_executions,
-    routes_handlers,
-    routes_health,
-    routes_jobs,
-    routes_metrics,
-    routes_nodes,
-    routes_queues,
-    routes_schedules,
-)
-from app.api.auth import require_api_key
+from app.api import errors
 from app.api.body import BodyLimitMiddleware
-from app.api.hot import HotRoutes
-from app.api.schemas import problems
+from app.api.callbacks.routes import router as callbacks
+from app.api.executions.routes import router as executions
+from app.api.handlers.routes import router as handlers
+from app.api.health.routes import router as health
+from app.api.jobs.routes import router as jobs
+from app.api.nodes.routes import router as nodes
+from app.api.queues.routes import router as queues
+from app.api.responses import problems
+from app.api.schedules.routes import router as schedules
 
 DESCRIPTION = """\
 Jobwire stores jobs in PostgreSQL and dispatches each attempt as a signed HTTP POST
@@ -33,6 +27,8 @@ Jobwire stores jobs in PostgreSQL and dispatches each attempt as a signed HTTP P
 errors carry `errors: [{field, message}]`. Management routes take `Authorization: Bearer <api key>`
 when API keys are configured; callback routes take the execution's callback token.
 """
+
+MANAGEMENT_ROUTERS = (handlers, jobs, executions, nodes, queues, schedules)
 
 
 def create_api(
@@ -46,19 +42,14 @@ def create_api(
     app.state.api_keys = tuple(k.encode() for k in api_keys)
     errors.install(app)
 
-    # The Bearer scheme is declared for the OpenAPI document; ManagementRoute enforces the key.
-    management = APIRouter(dependencies=[Depends(require_api_key), Security(HTTPBearer(auto_error=False))],
-                           responses=problems(401, 422, 503))
-    for module in (routes_handlers, routes_jobs, routes_executions, routes_nodes, routes_queues,
-                   routes_schedules):
-        management.include_router(module.router)
-    callbacks = APIRouter(responses=problems(401, 403, 404, 409, 422, 503))
-    callbacks.include_router(routes_callbacks.router)
-
-    app.include_router(management)
-    app.include_router(callbacks)
-    app.include_router(routes_health.router)
-    app.include_router(routes_metrics.router)
+    # The API key is checked in one place: ManagementRoute, the route class of every management
+    # router, before the body is read. The Bearer scheme here only declares it in the OpenAPI document.
+    # Each router is included in the application itself: a level of routers costs every request
+    # its own matching.
+    bearer = Security(HTTPBearer(auto_error=False))
+    for router in MANAGEMENT_ROUTERS:
+        app.include_router(router, dependencies=[bearer], responses=problems(401, 422, 503))
+    app.include_router(callbacks, responses=problems(401, 403, 404, 409, 422, 503))
+    app.include_router(health)
     app.add_middleware(BodyLimitMiddleware, limit=max_request_bytes)
-    app.add_middleware(HotRoutes, limit=max_request_bytes)  # outermost: before the body cap's wrapping
     return app

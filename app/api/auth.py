@@ -21,13 +21,8 @@ def bearer_from(header: str | None) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-async def require_api_key(request: Request) -> None:
-    """The dependency of management routes. async, as every dependency here: FastAPI runs a
-    plain-def dependency on a worker thread, a thread hop per request."""
-    check_api_key(request)
-
-
 def check_api_key(request: Request) -> None:
+    """The check of every management route (ManagementRoute, app/api/body.py), before its body is read."""
     check_key(request.app.state.api_keys, request.headers.get("authorization"))
 
 

@@ -101,8 +101,8 @@ class StrictJSONRoute(APIRoute):
     refuses what PostgreSQL cannot store, before FastAPI validates them: NaN, Infinity, 1e400,
     lone surrogates, \\u0000, nesting > 64."""
 
-    # The body is parsed here, before FastAPI runs the route's dependencies (its API-key check
-    # among them): management routes check the key first, so a caller without one gets 401
+    # The body is parsed here, before FastAPI solves the route's parameters: management routes
+    # check the API key first (the one place it is checked), so a caller without one gets 401
     # whatever it sent, and costs no parsing.
     api_key_first = False
     # A route that removes NUL characters from the strings it stores (log messages) takes them.

@@ -1,10 +1,11 @@
-"""orjson responses and the RFC 9457 problem document."""
+"""orjson responses and the RFC 9457 problem document, with the model that documents it."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import orjson
+from pydantic import BaseModel, Field
 from starlette.responses import JSONResponse, Response
 
 from app.domain.jsontext import dumps
@@ -41,3 +42,38 @@ def problem(status: int, detail: str, *, errors: list[dict[str, str]] | None = N
         body["errors"] = errors
     return Response(orjson.dumps(body), status_code=status, headers=headers,
                     media_type="application/problem+json")
+
+
+class FieldProblem(BaseModel):
+    field: str = Field(description="path of the offending input, e.g. `jobs[3].payload`")
+    message: str
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details (media type application/problem+json)."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[FieldProblem] | None = Field(None, description="on 422: every field at fault")
+
+
+_PROBLEM_TEXT = {
+    401: "missing or wrong credentials (API key, or callback token on callback routes)",
+    403: "a callback token that is bad or belongs to another execution",
+    404: "no such resource",
+    409: "not allowed in the current state (or a stale attempt's callback)",
+    413: "a job's payload + parameters + metadata, or the request body, is over its limit",
+    422: "validation failed: `errors` names every field at fault",
+    503: "the database is unreachable; retry after `Retry-After` seconds",
+}
+
+
+def problems(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for these status codes, each a problem+json document."""
+    return {
+        code: {"model": Problem, "description": _PROBLEM_TEXT[code],
+               "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+        for code in codes
+    }

@@ -11,7 +11,10 @@ import httpx
 import pytest
 from aiohttp import web
 
+from app.api.app import create_api
+from app.api.body import ManagementRoute
 from app.db.database import Database
+from tests.api_contract import api_routes
 from tests.conftest import HandlerServer, RunningServer, settings_for, start_server
 
 PROBLEM = "application/problem+json"
@@ -178,3 +181,12 @@ async def test_malformed_callback_tokens_are_403_not_500(keyed: httpx.AsyncClien
                                 headers={"authorization": b"Bearer " + token})
     assert response.status_code == 403, response.text
     assert response.headers["content-type"] == PROBLEM
+
+
+def test_every_management_route_checks_the_key_before_its_body() -> None:
+    # The key is checked in one place, ManagementRoute: a route of another class would be open.
+    routes = api_routes(create_api(max_request_bytes=1))
+    management = [r for r in routes if r.path.startswith("/v1/") and "callbacks" not in r.tags]
+    assert len(management) >= 20
+    assert [r.path for r in management if not isinstance(r.original_route, ManagementRoute)] == []
+    assert not any(isinstance(r.original_route, ManagementRoute) for r in routes if r not in management)

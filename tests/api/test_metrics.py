@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 from aiohttp import web
-from sqlalchemy import text
 
 from app.db.database import Database
+from app.db.statements import execute
 from tests.conftest import HandlerServer, RunningServer, register, settings_for, start_server, wait_for_state
 
 SAMPLE = re.compile(r'^(?P<name>[a-z_]+)(\{(?P<labels>[^}]*)\})? (?P<value>-?[0-9.e+]+)$')
@@ -49,10 +49,10 @@ async def scrape(client: httpx.AsyncClient) -> dict:
 
 async def insert(db: Database, queue: str, state: str, *, age: float = 0.0, n: int = 1) -> None:
     async with db.transaction() as conn:
-        await conn.execute(text("""
+        await execute(conn, """
             INSERT INTO job_executions (job_id, job_type, handler, queue, state, scheduled_at)
             SELECT 'j-' || g, 'DELAYED', 'h', :queue, :state, now() - make_interval(secs => :age)
-            FROM generate_series(1, :n) AS g"""), {"queue": queue, "state": state, "age": age, "n": n})
+            FROM generate_series(1, :n) AS g""", queue=queue, state=state, age=age, n=n)
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ async def test_queue_depth_counts_due_scheduled_processing_and_dead_lettered_job
     await insert(db, "m-a", "SUCCEEDED", n=5)  # history: not a gauge here
     await insert(db, "m-b", "PROCESSING")
     async with db.transaction() as conn:
-        await conn.execute(text("INSERT INTO job_queues (name, paused) VALUES ('m-b', true), ('m-c', true)"))
+        await conn.execute("INSERT INTO job_queues (name, paused) VALUES ('m-b', true), ('m-c', true)")
 
     async with httpx.AsyncClient(base_url=keyed_server.url, timeout=10) as client:
         samples = await scrape(client)

@@ -15,10 +15,10 @@ from typing import Any
 import httpx
 import pytest
 from aiohttp import web
-from sqlalchemy import text
 
 from app.db.database import Database
 from app.domain.states import JobState
+from app.db.statements import execute
 from tests.conftest import (
     HandlerServer,
     RunningServer,
@@ -44,11 +44,10 @@ async def view(api_only_server: RunningServer, db: Database) -> AsyncIterator[ht
 async def insert(db: Database, queue: str, state: str, *, age: float = 0.0, n: int = 1, stateful: bool = False) -> None:
     """n rows of a queue in a state, scheduled `age` seconds ago (negative: in the future)."""
     async with db.transaction() as conn:
-        await conn.execute(text("""
+        await execute(conn, """
             INSERT INTO job_executions (job_id, job_type, handler, queue, state, stateful, scheduled_at)
             SELECT 'j-' || g, 'DELAYED', 'h', :queue, :state, :stateful, now() - make_interval(secs => :age)
-            FROM generate_series(1, :n) AS g"""), {"queue": queue, "state": state, "age": age, "n": n,
-                                                   "stateful": stateful})
+            FROM generate_series(1, :n) AS g""", queue=queue, state=state, age=age, n=n, stateful=stateful)
 
 
 def by_name(listing: httpx.Response) -> dict[str, dict[str, Any]]:

@@ -1,29 +1,28 @@
-"""Callbacks from handlers (DESIGN §5). They take the callback token only, never API keys."""
+"""POST …/complete, …/progress, …/heartbeat, …/logs; GET and PUT …/steps/{name}."""
 
 from __future__ import annotations
 
+from typing import Annotated
 from uuid import UUID
 
-from typing import Annotated, Any
-
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Path, Request
 from starlette.responses import Response
 
 from app.api.auth import bearer_token
 from app.api.body import NulStrippingRoute, StrictJSONRoute
-from app.api.responses import FastJSON
-from app.api.schemas import (
+from app.api.callbacks.models import (
     CancelRequested,
     CompleteIn,
-    ExecutionOut,
     LogsIn,
     LogsStored,
     ProgressIn,
     StepIn,
     StepOut,
 )
-from app.api.services import Services, services
-from app.api.views import execution_view
+from app.api.executions.models import ExecutionOut
+from app.api.executions.views import execution_view
+from app.api.responses import FastJSON
+from app.api.services import services_of
 from app.domain.logs import LogEntry, LogLevel, normalize_message
 from app.domain.names import NAME_PATTERN
 from app.domain.steps import Step
@@ -33,18 +32,11 @@ router = APIRouter(prefix="/v1/executions", tags=["callbacks"], route_class=Stri
 
 
 @router.post("/{execution_id}/complete", response_model=ExecutionOut)
-async def complete(execution_id: UUID, body: CompleteIn, request: Request,
-                   s: Services = Depends(services)) -> Response:
+async def complete(execution_id: UUID, body: CompleteIn, request: Request) -> Response:
     """Report the outcome of an accepted (202) attempt. One that cannot apply is a 200 no-op.
     `error.type` names the failure (default `handler_failed`); types beginning with `abandoned_`
     are Jobwire's own (a late success may still win over those) and are refused with 422."""
-    view, status = await complete_attempt(s, execution_id, body, bearer_token(request))
-    return FastJSON(view, status_code=status)
-
-
-async def complete_attempt(s: Services, execution_id: UUID, body: CompleteIn,
-                           token: str | None) -> tuple[dict[str, Any], int]:
-    """The operation, shared with the route served below the framework (app/api/hot.py)."""
+    s = services_of(request)
     completion = Completion(
         succeeded=body.outcome == "succeeded",
         result=body.result,
@@ -52,36 +44,38 @@ async def complete_attempt(s: Services, execution_id: UUID, body: CompleteIn,
         error_type=body.error.type if body.error else None,
         retryable=body.retryable,
     )
-    return execution_view(await s.callbacks.complete(execution_id, token, completion)), 200
+    return FastJSON(execution_view(await s.callbacks.complete(execution_id, bearer_token(request), completion)))
 
 
 @router.post("/{execution_id}/progress", response_model=CancelRequested)
-async def progress(execution_id: UUID, body: ProgressIn, request: Request,
-                   s: Services = Depends(services)) -> Response:
+async def progress(execution_id: UUID, body: ProgressIn, request: Request) -> Response:
     """Store a progress snapshot (omitted fields keep their values) and extend the deadline to
     now + timeout (never past started_at + max_duration_seconds). During a synchronous call too:
     the node waits for the moved deadline before it gives up on the call. `cancel_requested` is
     true once the execution is no longer PROCESSING."""
+    s = services_of(request)
     snapshot = body.model_dump(exclude_unset=True)
     cancel = await s.callbacks.report_progress(execution_id, bearer_token(request), snapshot or None)
     return FastJSON({"cancel_requested": cancel})
 
 
 @router.post("/{execution_id}/heartbeat", response_model=CancelRequested)
-async def heartbeat(execution_id: UUID, request: Request, s: Services = Depends(services)) -> Response:
+async def heartbeat(execution_id: UUID, request: Request) -> Response:
     """Extend the deadline to now + timeout (never past started_at + max_duration_seconds)
     without a snapshot, for an accepted attempt or during a synchronous call, which then waits
     for the moved deadline; answers `cancel_requested`."""
+    s = services_of(request)
     cancel = await s.callbacks.report_progress(execution_id, bearer_token(request), None)
     return FastJSON({"cancel_requested": cancel})
 
 
-async def logs(execution_id: UUID, body: LogsIn, request: Request, s: Services = Depends(services)) -> Response:
+async def logs(execution_id: UUID, body: LogsIn, request: Request) -> Response:
     """Append log entries (at most 500 per call), stored with the token's attempt. A message is
     kept as sent except: null → `<null>`; C0 control characters other than \\n \\r \\t removed;
     then over 8192 code points → the first 8192 and `…[truncated N chars]` (N code points removed).
     `logged_at` defaults to the time Jobwire stores the entry. Accepted in any state of the
     execution (a handler may flush its logs after completing), from the current attempt only."""
+    s = services_of(request)
     entries = [LogEntry(LogLevel(e.level), normalize_message(e.message), e.logged_at) for e in body.entries]
     stored = await s.callbacks.append_logs(execution_id, bearer_token(request), entries)
     return FastJSON({"stored": stored})
@@ -100,17 +94,17 @@ def _step_view(step: Step) -> dict[str, object]:
 
 
 @router.get("/{execution_id}/steps/{name}", response_model=StepOut)
-async def get_step(execution_id: UUID, name: StepName, request: Request,
-                   s: Services = Depends(services)) -> Response:
+async def get_step(execution_id: UUID, name: StepName, request: Request) -> Response:
     """A step recorded by this or an earlier attempt of the execution; 404 until one records it."""
+    s = services_of(request)
     return FastJSON(_step_view(await s.callbacks.get_step(execution_id, bearer_token(request), name)))
 
 
 @router.put("/{execution_id}/steps/{name}", response_model=StepOut, status_code=201,
             responses={200: {"model": StepOut, "description": "recorded before: the first result, kept"}})
-async def put_step(execution_id: UUID, name: StepName, body: StepIn, request: Request,
-                   s: Services = Depends(services)) -> Response:
+async def put_step(execution_id: UUID, name: StepName, body: StepIn, request: Request) -> Response:
     """Run-step-once: record a step's result. The first record answers 201; any later one (from
     this or a later attempt) answers 200 with the first result, which is kept."""
+    s = services_of(request)
     step, created = await s.callbacks.record_step(execution_id, bearer_token(request), name, body.result)
     return FastJSON(_step_view(step), status_code=201 if created else 200)

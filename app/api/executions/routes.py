@@ -2,66 +2,69 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from app.api.body import ManagementRoute
-from app.api.responses import FastJSON
-from app.api.schemas import ExecutionOut, ExecutionPage, LogPage, Name, problems
-from app.api.services import Services, services
-from app.api.views import execution_view
+from app.api.executions.models import ExecutionOut, ExecutionPage, LogPage, StateName
+from app.api.executions.views import execution_view, log_view
+from app.api.fields import Name
+from app.api.responses import FastJSON, problems
+from app.api.services import services_of
 from app.domain.executions import ListFilter
 
 router = APIRouter(prefix="/v1/executions", tags=["executions"], route_class=ManagementRoute)
-StateName = Literal["ENQUEUED", "PROCESSING", "SUCCEEDED", "FAILED", "CANCELLED", "ABANDONED", "DEAD_LETTER"]
 
 
 @router.get("", response_model=ExecutionPage)
 async def list_executions(
+    request: Request,
     state: StateName | None = None,
     queue: Name | None = None,
     handler: Name | None = None,
     job_id: Name | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
-    s: Services = Depends(services),
 ) -> Response:
     """Newest first, `limit` per page; pass `next_cursor` back as `cursor` for the next page."""
+    s = services_of(request)
     page = await s.executions.list(ListFilter(state=state, queue=queue, handler=handler, job_id=job_id),
                                    limit, cursor)
     return FastJSON({"items": [execution_view(e) for e in page.items], "next_cursor": page.next_cursor})
 
 
 @router.get("/{execution_id}", response_model=ExecutionOut, responses=problems(404))
-async def get_execution(execution_id: UUID, s: Services = Depends(services)) -> Response:
+async def get_execution(execution_id: UUID, request: Request) -> Response:
+    s = services_of(request)
     return FastJSON(execution_view(await s.executions.get(execution_id)))
 
 
 @router.get("/{execution_id}/logs", response_model=LogPage, responses=problems(404))
 async def execution_logs(
     execution_id: UUID,
+    request: Request,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
-    s: Services = Depends(services),
 ) -> Response:
     """The handlers' log entries, oldest (first received) first, each with the attempt that
     wrote it; `limit` per page, pass `next_cursor` back as `cursor`."""
+    s = services_of(request)
     page = await s.executions.logs(execution_id, limit, cursor)
-    return FastJSON({"items": [{"attempt": e.attempt, "level": e.level.value, "message": e.message,
-                                "logged_at": e.logged_at} for e in page.items],
-                     "next_cursor": page.next_cursor})
+    return FastJSON({"items": [log_view(e) for e in page.items], "next_cursor": page.next_cursor})
 
 
 @router.post("/{execution_id}/cancel", response_model=ExecutionOut, responses=problems(404, 409))
-async def cancel_execution(execution_id: UUID, s: Services = Depends(services)) -> Response:
+async def cancel_execution(execution_id: UUID, request: Request) -> Response:
     """ENQUEUED or PROCESSING → CANCELLED. A running handler learns it from its progress callback."""
+    s = services_of(request)
     return FastJSON(execution_view(await s.executions.cancel(execution_id)))
 
 
 @router.post("/{execution_id}/retry", response_model=ExecutionOut, responses=problems(404, 409))
-async def retry_execution(execution_id: UUID, s: Services = Depends(services)) -> Response:
+async def retry_execution(execution_id: UUID, request: Request) -> Response:
     """DEAD_LETTER or CANCELLED → ENQUEUED now, as a new attempt."""
+    s = services_of(request)
     return FastJSON(execution_view(await s.executions.retry(execution_id)))

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from app.api.body import ManagementRoute
+from app.api.nodes.models import NodeList
 from app.api.responses import FastJSON
-from app.api.schemas import NodeList
-from app.api.services import Services, services
+from app.api.services import services_of
+from app.domain.executions import Node
 
 router = APIRouter(prefix="/v1/nodes", tags=["nodes"], route_class=ManagementRoute)
 
 
+def node_view(n: Node) -> dict[str, object]:
+    return {"server_id": n.server_id, "started_at": n.started_at, "last_heartbeat": n.last_heartbeat,
+            "in_flight": n.in_flight}
+
+
 @router.get("", response_model=NodeList)
-async def list_nodes(s: Services = Depends(services)) -> Response:
+async def list_nodes(request: Request) -> Response:
     """Nodes whose heartbeat is within JOBWIRE_HEARTBEAT_TIMEOUT, with their in-flight HTTP calls.
     A node whose heartbeat is older is taken for dead by the others, but only by a node that has
     itself been connected to the database for one heartbeat timeout since it started or last lost
     the database (after an outage every row is stale, the live nodes' too)."""
-    return FastJSON({"items": [asdict(n) for n in await s.coordination.live_nodes()]})
+    s = services_of(request)
+    return FastJSON({"items": [node_view(n) for n in await s.coordination.live_nodes()]})

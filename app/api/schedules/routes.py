@@ -4,22 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 from starlette.responses import Response
 
 from app.api.body import ManagementRoute
-from app.api.responses import FastJSON
-from app.api.schemas import (
-    ExecutionOut,
-    Name,
-    ScheduleIn,
-    ScheduleList,
-    ScheduleOut,
-    SchedulePreview,
-    problems,
-)
-from app.api.services import Services, services
-from app.api.views import execution_view, schedule_view
+from app.api.executions.models import ExecutionOut
+from app.api.executions.views import execution_view
+from app.api.fields import Name
+from app.api.responses import FastJSON, problems
+from app.api.schedules.models import ScheduleIn, ScheduleList, ScheduleOut, SchedulePreview
+from app.api.schedules.views import schedule_view
+from app.api.services import services_of
 from app.domain.schedules import ExecutionMode, MisfirePolicy, OverlapPolicy, ScheduleSpec
 
 router = APIRouter(prefix="/v1/schedules", tags=["schedules"], route_class=ManagementRoute)
@@ -28,11 +23,12 @@ JobId = Annotated[Name, Path(description="the schedule's job_id (its executions 
 
 @router.put("/{job_id}", response_model=ScheduleOut, status_code=200,
             responses={201: {"model": ScheduleOut, "description": "created"}, **problems(413)})
-async def put_schedule(job_id: JobId, body: ScheduleIn, s: Services = Depends(services)) -> Response:
+async def put_schedule(job_id: JobId, body: ScheduleIn, request: Request) -> Response:
     """Create (201) or replace (200) a schedule: the caller's definition overwrites the stored one.
     Re-declaring an identical definition changes nothing. A new or changed schedule fires only
     instants after its `updated_at`. An invalid `cron`, unknown `timezone` or unregistered
     `handler` → 422 naming the field."""
+    s = services_of(request)
     spec = ScheduleSpec(
         cron=body.cron, timezone=body.timezone, handler=body.handler, queue=body.queue, payload=body.payload,
         parameters=body.parameters, metadata=body.metadata, priority=body.priority, enabled=body.enabled,
@@ -43,33 +39,38 @@ async def put_schedule(job_id: JobId, body: ScheduleIn, s: Services = Depends(se
 
 
 @router.get("", response_model=ScheduleList)
-async def list_schedules(s: Services = Depends(services)) -> Response:
+async def list_schedules(request: Request) -> Response:
+    s = services_of(request)
     return FastJSON({"items": [schedule_view(x) for x in await s.schedules.list()]})
 
 
 @router.get("/{job_id}", response_model=ScheduleOut, responses=problems(404))
-async def get_schedule(job_id: JobId, s: Services = Depends(services)) -> Response:
+async def get_schedule(job_id: JobId, request: Request) -> Response:
+    s = services_of(request)
     return FastJSON(schedule_view(await s.schedules.get(job_id)))
 
 
 @router.delete("/{job_id}", status_code=204, responses=problems(404))
-async def delete_schedule(job_id: JobId, s: Services = Depends(services)) -> Response:
+async def delete_schedule(job_id: JobId, request: Request) -> Response:
     """Every node stops firing it within one tick; executions it fired stay."""
+    s = services_of(request)
     await s.schedules.delete(job_id)
     return Response(status_code=204)
 
 
 @router.post("/{job_id}/trigger", response_model=ExecutionOut, status_code=201, responses=problems(404, 409))
-async def trigger_schedule(job_id: JobId, s: Services = Depends(services)) -> Response:
+async def trigger_schedule(job_id: JobId, request: Request) -> Response:
     """Fire now, once: a CRON execution with `fire_at` = now, exempt from the overlap policy."""
+    s = services_of(request)
     return FastJSON(execution_view(await s.schedules.trigger(job_id)), status_code=201)
 
 
 @router.get("/{job_id}/preview", response_model=SchedulePreview, responses=problems(404))
 async def preview_schedule(
     job_id: JobId,
+    request: Request,
     count: Annotated[int, Query(ge=1, le=100, description="how many instants")] = 10,
-    s: Services = Depends(services),
 ) -> Response:
     """The next fire instants from now (UTC), with the time zone and DST resolved."""
+    s = services_of(request)
     return FastJSON({"items": await s.schedules.preview(job_id, count)})

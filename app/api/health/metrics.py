@@ -1,24 +1,11 @@
-"""GET /metrics: Prometheus text exposition (format 0.0.4). Needs no API key (DESIGN §4)."""
+"""A node's metrics as Prometheus text exposition (format 0.0.4)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
-from starlette.responses import Response
-
-from app.api.schemas import problems
-from app.api.services import Services, services
 from app.services.metrics import MetricsSnapshot
-
-router = APIRouter(tags=["health"])
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 OUTCOMES = ("succeeded", "accepted", "failed", "abandoned")
-
-
-@router.get("/metrics", response_class=Response, responses={
-    200: {"content": {"text/plain": {}}, "description": "Prometheus text format 0.0.4"}, **problems(503)})
-async def metrics(s: Services = Depends(services)) -> Response:
-    return Response(render(await s.metrics.snapshot()), media_type=CONTENT_TYPE)
 
 
 def render(m: MetricsSnapshot) -> str:

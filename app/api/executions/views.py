@@ -1,0 +1,43 @@
+"""Execution → the JSON shape of ExecutionOut; a log entry → LogOut."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.domain.executions import Execution
+from app.domain.logs import StoredLog
+
+
+def execution_view(e: Execution) -> dict[str, Any]:
+    p = e.progress
+    return {
+        "id": str(e.id),
+        "job_id": e.job_id,
+        "job_type": e.job_type.value,
+        "handler": e.handler,
+        "queue": e.queue,
+        "state": e.state.value,
+        "attempt": e.attempt,
+        "max_attempts": e.max_attempts,
+        "priority": e.priority,
+        "stateful": e.stateful,
+        "payload": e.payload,
+        "parameters": e.parameters,
+        "metadata": e.metadata,
+        "result": e.result,
+        "progress": {"total": p.total, "succeeded": p.succeeded, "failed": p.failed,
+                     "status": p.status, "percentage": p.percentage},
+        "scheduled_at": e.scheduled_at,
+        "created_at": e.created_at,
+        "started_at": e.started_at,
+        "completed_at": e.completed_at,
+        "deadline_at": e.deadline_at,
+        "locked_by": e.locked_by,
+        "last_error": e.last_error,
+        "error_type": e.error_type,
+    }
+
+
+def log_view(entry: StoredLog) -> dict[str, Any]:
+    return {"attempt": entry.attempt, "level": entry.level.value, "message": entry.message,
+            "logged_at": entry.logged_at}

@@ -1,0 +1,1 @@
+"""Health: liveness, readiness and Prometheus metrics; no API key (DESIGN §4)."""

@@ -1,0 +1,1 @@
+"""Nodes: the live Jobwire processes sharing the database."""

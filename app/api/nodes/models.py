@@ -1,0 +1,18 @@
+"""Response models of /v1/nodes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from app.api.fields import ResponseModel
+
+
+class NodeOut(ResponseModel):
+    server_id: str
+    started_at: datetime
+    last_heartbeat: datetime
+    in_flight: int
+
+
+class NodeList(ResponseModel):
+    items: list[NodeOut]

@@ -1,0 +1,1 @@
+"""Queues: their depth by state, pause and resume."""

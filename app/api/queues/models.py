@@ -1,0 +1,19 @@
+"""Response models of /v1/queues."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from app.api.fields import ResponseModel
+
+
+class QueueOut(ResponseModel):
+    name: str
+    paused: bool
+    counts: dict[str, int] = Field(description="executions by state (every state, 0 included)")
+    oldest_claimable_age_seconds: float | None = Field(
+        description="age of the oldest due ENQUEUED job (database time); null when none is due")
+
+
+class QueueList(ResponseModel):
+    items: list[QueueOut]
