@@ -19,8 +19,7 @@ from typing import Any
 
 import aiohttp
 
-from bench import drain, enqueue, latency, report
-from bench.claim_cost import claim_cost
+from bench import baseline, drain, enqueue, latency, report
 from bench.pg import Server
 from bench.pgbench_limit import SCENARIOS, run_scenario
 from bench.processes import start_handler, start_jobwire
@@ -62,6 +61,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--only", default=None,
                    help="comma-separated Jobwire steps to run (of: " + ", ".join(STEPS) + "); implies --skip-peers "
                         "and no claim-cost or RSS drain unless named")
+    p.add_argument("--baseline", metavar="REF", default=None,
+                   help="also run the commit REF (any git ref) from a worktree of its own, step by step beside the "
+                        "current checkout, and compare every figure within noise; implies --skip-peers")
     p.add_argument("--profile", metavar="DIR", default=None,
                    help="record the jobwire process with py-spy during each step (collapsed stacks per step in "
                         "DIR; needs py-spy)")
@@ -71,6 +73,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         unknown = set(args.only) - set(STEPS) - {"claim_cost", "drain_rss"}
         if unknown:
             p.error(f"--only: unknown steps {sorted(unknown)}")
+        args.skip_peers = True
+    if args.baseline:
         args.skip_peers = True
     if args.quick:
         args.runs, args.jobs, args.latency_jobs, args.rss_jobs = 1, 1000, 50, 2000
@@ -86,33 +90,48 @@ def wanted(args: argparse.Namespace, step: str) -> bool:
     return args.only is None or step in args.only
 
 
-async def measure(server: Server, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+async def measure(server: Server, args: argparse.Namespace,
+                  sides: list[baseline.Side]) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Jobwire's steps and the peers' runs, interleaved round by round, so a machine that speeds
     up or slows down during the benchmark moves both sides of a ratio alike; within a round the
     order alternates (Jobwire first in odd rounds, the peers first in even ones), so a drift
-    inside a round does not favour whichever side always ran first."""
-    if server.embedded:
-        url, schema = await server.create_database("jobwire"), None
-    else:
-        url, schema = server.url, f"jobwire_bench_{server.tag}"
+    inside a round does not favour whichever side always ran first.
+
+    With --baseline, `sides` is the current checkout and the baseline, each a `jobwire serve` of
+    its own on a database (or schema) of its own that its own code migrated; every step runs on
+    both, one after the other (the current side first in odd rounds, the baseline first in even
+    ones), and there are no peers. Returns ({side name: its figures}, the peers' figures)."""
+    with_baseline = len(sides) > 1
+    urls: dict[str, tuple[str, str | None]] = {}
+    for side in sides:
+        suffix = "" if side.name == "current" else "_baseline"
+        if server.embedded:
+            urls[side.name] = await server.create_database("jobwire" + suffix), None
+        else:
+            urls[side.name] = server.url, f"jobwire_bench_{server.tag}{suffix}"
     peer_dsns = {} if args.skip_peers else {
         name: await server.create_database(name) for name in ("pgqueuer", "procrastinate", "pgbench")}
-    handler = await start_handler()
-    jobwire = await start_jobwire(url, schema, args.concurrency)
-    t = Target(api=jobwire.url, handler=handler.url, dsn=url, schema=schema, jobwire_pid=jobwire.pid,
-               handler_pid=handler.pid)
-    runs: dict[str, list[dict]] = {}
+    handler = await start_handler()  # one no-op handler (the harness's own code) serves both sides
+    servers: dict[str, Any] = {}
+    targets: dict[str, Target] = {}
+    runs: dict[str, dict[str, list[dict]]] = {side.name: {} for side in sides}
     peer_runs: dict[str, dict[str, list[dict]]] = {}
-    rss_run = None
+    rss_runs: dict[str, dict | None] = {side.name: None for side in sides}
     try:
-        async with aiohttp.ClientSession() as http:
-            await register_handlers(http, t)
+        for side in sides:  # the baseline's own `jobwire serve` migrates its database at start-up
+            url, schema = urls[side.name]
+            servers[side.name] = await start_jobwire(url, schema, args.concurrency,
+                                                     side.root if with_baseline else None)
+            targets[side.name] = Target(api=servers[side.name].url, handler=handler.url, dsn=url, schema=schema,
+                                        jobwire_pid=servers[side.name].pid, handler_pid=handler.pid)
+            async with aiohttp.ClientSession() as http:
+                await register_handlers(http, targets[side.name])
         steps = {
-            "enqueue_single": lambda r: enqueue.single(t, args.jobs, args.clients, r),
-            "enqueue_batch": lambda r: enqueue.batch(t, args.jobs, 1000, r),
-            "drain_sync": lambda r: drain.drain(t, "sync", args.jobs, r),
-            "drain_callback": lambda r: drain.drain(t, "callback", args.jobs, r),
-            "idle_latency": lambda r: latency.idle_latency(t, args.latency_jobs, r),
+            "enqueue_single": lambda t, r: enqueue.single(t, args.jobs, args.clients, r),
+            "enqueue_batch": lambda t, r: enqueue.batch(t, args.jobs, 1000, r),
+            "drain_sync": lambda t, r: drain.drain(t, "sync", args.jobs, r),
+            "drain_callback": lambda t, r: drain.drain(t, "callback", args.jobs, r),
+            "idle_latency": lambda t, r: latency.idle_latency(t, args.latency_jobs, r),
         }
         for run in range(1, args.runs + 1):
             peers_first = run % 2 == 0
@@ -121,20 +140,36 @@ async def measure(server: Server, args: argparse.Namespace) -> tuple[dict[str, A
             for name, step in steps.items():
                 if not wanted(args, name):
                     continue
-                with profiled(args.profile, jobwire.pid, f"{name}-{run}"):
-                    res = await step(run)
-                runs.setdefault(name, []).append(res)
-                log(f"jobwire {name} run {run}: {json.dumps({k: v for k, v in res.items() if k != 'states'})}")
+                for side in baseline.order(sides, run):
+                    prefix = f"{side.name}-" if with_baseline else ""
+                    with profiled(args.profile, targets[side.name].jobwire_pid, f"{prefix}{name}-{run}"):
+                        res = await step(targets[side.name], run)
+                    runs[side.name].setdefault(name, []).append(res)
+                    log(f"{side.label} {name} run {run}: "
+                        f"{json.dumps({k: v for k, v in res.items() if k != 'states'})}")
             if peer_dsns and not peers_first:
                 await peers_round(server, peer_dsns, args, run, peer_runs)
         if args.rss_jobs and wanted(args, "drain_rss"):
-            rss_run = await drain.drain(t, "sync", args.rss_jobs, 0)
-            log(f"jobwire drain_rss: {json.dumps({k: v for k, v in rss_run.items() if k != 'states'})}")
+            for side in baseline.order(sides, args.runs + 1):
+                rss_runs[side.name] = res = await drain.drain(targets[side.name], "sync", args.rss_jobs, 0)
+                log(f"{side.label} drain_rss: {json.dumps({k: v for k, v in res.items() if k != 'states'})}")
     finally:
-        jobwire.stop()
+        for child in servers.values():
+            child.stop()
         handler.stop()
-        if schema:
-            await server.admin(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        for _url, schema in urls.values():
+            if schema:
+                await server.admin(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    figures = {side.name: summarise_side(runs[side.name], rss_runs[side.name]) for side in sides}
+    peers: dict[str, Any] = {"skipped": True} if not peer_dsns else {
+        peer: {name: {"jobs_per_s": median_of(rs, "jobs_per_s"), "runs": rs} for name, rs in by_name.items()}
+        for peer, by_name in peer_runs.items()}
+    if with_baseline:
+        peers["reason"] = "--baseline: the current checkout against the baseline, no peers"
+    return figures, peers
+
+
+def summarise_side(runs: dict[str, list[dict]], rss_run: dict | None) -> dict[str, Any]:
     out: dict[str, Any] = {name: summarise(rs, SUMMARY_KEYS[name]) for name, rs in runs.items()}
     for mode in ("drain_sync", "drain_callback"):
         if mode in runs:
@@ -143,10 +178,7 @@ async def measure(server: Server, args: argparse.Namespace) -> tuple[dict[str, A
     peaks = [r["peak_rss_mb"] for m in ("drain_sync", "drain_callback") for r in runs.get(m, [])]
     out["peak_rss_mb"] = max(peaks) if peaks else None
     out["drain_rss"] = rss_run
-    peers: dict[str, Any] = {"skipped": True} if not peer_dsns else {
-        peer: {name: {"jobs_per_s": median_of(rs, "jobs_per_s"), "runs": rs} for name, rs in by_name.items()}
-        for peer, by_name in peer_runs.items()}
-    return out, peers
+    return out
 
 
 @contextmanager
@@ -200,15 +232,34 @@ async def peers_round(server: Server, dsns: dict[str, str], args: argparse.Names
 async def run(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     started = datetime.now(UTC)
     load_before = os.getloadavg()
+    base = None
+    sides = [baseline.Side("current", baseline.CHECKOUT)]
+    if args.baseline:
+        base = await asyncio.to_thread(baseline.prepare, args.baseline, log)
+        sides.append(base.side)
+        log("--baseline: the peers are skipped; every Jobwire step runs on both sides, the current side first "
+            "in odd rounds and the baseline first in even ones")
     server = await asyncio.to_thread(Server.start, args.database_url)
     try:
-        log(f"PostgreSQL: {'embedded' if server.embedded else 'external'}; Jobwire: {args.runs} run(s), N={args.jobs}")
-        jobwire, peers = await measure(server, args)
+        log(f"PostgreSQL: {'embedded' if server.embedded else 'external'}; Jobwire: {args.runs} run(s), N={args.jobs}"
+            + (f", against the baseline {args.baseline}" if base else ""))
+        figures, peers = await measure(server, args, sides)
         if wanted(args, "claim_cost"):
+            sizes = (1000, args.claim_rows)
             log(f"claim cost: 1,000 vs {args.claim_rows:,} ENQUEUED rows, {args.claim_reps} claims of "
-                f"{args.claim_batch}")
-            jobwire["claim_cost"] = await claim_cost(await server.create_database("claim"), (1000, args.claim_rows),
-                                                     args.claim_batch, args.claim_reps)
+                f"{args.claim_batch}" + (", each side in a worker of its own, block by block in turns" if base else ""))
+            if base is None:
+                from bench.claim_cost import claim_cost  # imports the current checkout's app.db
+
+                figures["current"]["claim_cost"] = await claim_cost(await server.create_database("claim"), sizes,
+                                                                    args.claim_batch, args.claim_reps)
+            else:
+                dsns = {side.name: await server.create_database("claim" + ("" if side.name == "current"
+                                                                          else "_baseline")) for side in sides}
+                claims = await baseline.claim_cost_sides(dsns, sides, sizes, args.claim_batch, args.claim_reps,
+                                                         args.runs, log)
+                for name, cc in claims.items():
+                    figures[name]["claim_cost"] = cc
         conn_version = await _server_version(server)
     finally:
         await server.drop_all()
@@ -219,17 +270,22 @@ async def run(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
             "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "command": "python -m bench " + shlex.join(argv),
             "jobs": args.jobs, "runs": args.runs, "latency_jobs": args.latency_jobs, "rss_jobs": args.rss_jobs,
+            "claim_rows": args.claim_rows, "claim_batch": args.claim_batch, "claim_reps": args.claim_reps,
             "jobwire_concurrency": args.concurrency, "enqueue_clients": args.clients,
             "cpu_count": os.cpu_count(), "load_average_before": [round(x, 2) for x in load_before],
             "load_average_after": [round(x, 2) for x in os.getloadavg()],
             "database": "embedded" if server.embedded else "external", "postgres_version": conn_version,
             "python": platform.python_version(), "platform": platform.platform(),
         },
-        "jobwire": jobwire,
+        "jobwire": figures["current"],
         "peers": peers,
     }
     result["ratios"] = report.ratios(result)
     result["targets"] = report.targets(result)
+    if base is not None:
+        result["baseline"] = {**base.describe(), "jobwire": figures["baseline"]}
+        result["baseline"]["figures"] = baseline.compare(result)
+        result["baseline"]["summary"] = baseline.tally(result["baseline"]["figures"])
     return result
 
 
@@ -251,6 +307,9 @@ def main(argv: list[str] | None = None) -> None:
     result = uvloop.run(run(args, argv))
     Path(args.out).write_text(json.dumps(result, indent=1, default=str))
     print(report.table(result))
+    if "baseline" in result:
+        print()
+        print(baseline.table(result))
     m = result["meta"]
     print(f"\n{m['cpu_count']} cores; load average {m['load_average_before']} before, {m['load_average_after']} "
           f"after; PostgreSQL {m['postgres_version']} ({m['database']}); results in {args.out}")

@@ -64,11 +64,23 @@ async def start_handler() -> Child:
     return child
 
 
-async def start_jobwire(database_url: str, schema: str | None, concurrency: int | None) -> Child:
-    """One `jobwire serve` process (the console script beside this interpreter) on a free port,
-    migrating its database at start-up; JOBWIRE_* of the caller's environment are not passed on."""
-    port = free_port()
+def app_env(app_root: Path | None) -> dict[str, str]:
+    """The environment of a `jobwire serve` process: the caller's without JOBWIRE_*, and with
+    `app_root` first on PYTHONPATH (which comes before the editable install's .pth entry on sys.path)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("JOBWIRE_")}
+    if app_root is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(app_root), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+async def start_jobwire(database_url: str, schema: str | None, concurrency: int | None,
+                        app_root: Path | None = None) -> Child:
+    """One `jobwire serve` process (the console script beside this interpreter) on a free port,
+    migrating its database at start-up; JOBWIRE_* of the caller's environment are not passed on.
+    With `app_root` (--baseline), that tree is first on PYTHONPATH and the working directory:
+    its app/ (and the migrations beside it) is what the process imports, not the editable install's."""
+    port = free_port()
+    env = app_env(app_root)
     env.update(JOBWIRE_PORT=str(port), JOBWIRE_DATABASE_URL=database_url, JOBWIRE_NODE_NAME="bench")
     if schema:
         env["JOBWIRE_DB_SCHEMA"] = schema
@@ -76,7 +88,7 @@ async def start_jobwire(database_url: str, schema: str | None, concurrency: int 
         env["JOBWIRE_CONCURRENCY"] = str(concurrency)
     exe = Path(sys.executable).parent / "jobwire"
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "app.cli"]
-    proc = subprocess.Popen([*cmd, "serve", "--log-level", "warning"], env=env)
+    proc = subprocess.Popen([*cmd, "serve", "--log-level", "warning"], env=env, cwd=app_root)
     child = Child(proc, f"http://127.0.0.1:{port}")
     await wait_http(f"{child.url}/readyz", proc)
     return child
