@@ -6,11 +6,12 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from fastapi import FastAPI, Security
-from fastapi.security import HTTPBearer
+from fastapi import FastAPI
+from fastapi.routing import iter_route_contexts
 
 from app.api import errors
-from app.api.body import BodyLimitMiddleware
+from app.api.body import BodyLimitMiddleware, ManagementRoute
+from app.api.direct import BODY_MODELS, MARK, DirectRoutes
 from app.api.callbacks.routes import router as callbacks
 from app.api.executions.routes import router as executions
 from app.api.handlers.routes import router as handlers
@@ -43,13 +44,44 @@ def create_api(
     errors.install(app)
 
     # The API key is checked in one place: ManagementRoute, the route class of every management
-    # router, before the body is read. The Bearer scheme here only declares it in the OpenAPI document.
-    # Each router is included in the application itself: a level of routers costs every request
-    # its own matching.
-    bearer = Security(HTTPBearer(auto_error=False))
+    # router, before the body is read; the document declares the Bearer scheme on those routes
+    # (_complete_document), not a dependency, which would cost every request its solving. Each
+    # router is included in the application itself: a level of routers costs every request its
+    # own matching.
     for router in MANAGEMENT_ROUTERS:
-        app.include_router(router, dependencies=[bearer], responses=problems(401, 422, 503))
+        app.include_router(router, responses=problems(401, 422, 503))
     app.include_router(callbacks, responses=problems(401, 403, 404, 409, 422, 503))
     app.include_router(health)
     app.add_middleware(BodyLimitMiddleware, limit=max_request_bytes)
+    app.add_middleware(DirectRoutes, limit=max_request_bytes)  # outside the body cap: it checks the length itself
+    _complete_document(app)
     return app
+
+
+def _complete_document(app: FastAPI) -> None:
+    """What FastAPI cannot see in the OpenAPI document: the Bearer scheme of the management routes
+    (checked by their route class), and the body models of the direct routes, whose endpoints take
+    the request alone (app/api/direct.py), declared among the components as any other body."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            components = schema.setdefault("components", {})
+            components.setdefault("securitySchemes", {})["HTTPBearer"] = {"type": "http", "scheme": "bearer"}
+            for context in iter_route_contexts(app.routes):
+                if isinstance(context.original_route, ManagementRoute):
+                    for method in context.methods or ():
+                        schema["paths"][context.path_format][method.lower()]["security"] = [{"HTTPBearer": []}]
+            components = components.setdefault("schemas", {})
+            for path in schema.get("paths", {}).values():
+                for operation in path.values():
+                    if operation.pop(MARK, False):
+                        body = operation["requestBody"]["content"]["application/json"]["schema"]
+                        name = body["$ref"].rsplit("/", 1)[1]
+                        found = BODY_MODELS[name].model_json_schema(ref_template="#/components/schemas/{model}")
+                        components.update(found.pop("$defs", {}))
+                        components[name] = found
+        return app.openapi_schema or schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
+from uuid import UUID
 
 import orjson
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -96,6 +98,61 @@ async def _discard_body(receive: Receive, budget: int) -> None:
         return
 
 
+def is_json(content_type: str | bytes | None) -> bool:
+    """`application/json` or `application/<anything>+json`, as FastAPI takes a JSON body."""
+    if not content_type:
+        return False
+    text = content_type.decode("latin-1") if isinstance(content_type, bytes) else content_type
+    media = text.partition(";")[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def parse_json(body: bytes, *, nul_in_strings: bool = False) -> Any:
+    """A request body as JSON that PostgreSQL can store, or RequestValidationError naming where not."""
+    try:
+        document = loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise RequestValidationError(
+            [{"type": "json_invalid", "loc": ("body",), "msg": f"malformed JSON: {exc}", "input": None}]
+        ) from exc
+    try:
+        check_storable(document, nul_in_strings=nul_in_strings)
+    except UnstorableJson as exc:
+        raise RequestValidationError(
+            [{"type": "json_unstorable", "loc": ("body", *_path_parts(exc.path)), "msg": exc.message,
+              "input": None}]
+        ) from exc
+    return document
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def body_as(request: Request, model: type[M]) -> M:
+    """The parsed body (a StrictJSONRoute parsed it) validated as `model`, as FastAPI validates a
+    body parameter: its errors located under `body`. For a direct route (app/api/direct.py)."""
+    if not hasattr(request, "_json"):
+        raise RequestValidationError([{"type": "missing", "loc": ("body",), "msg": "a JSON body is required",
+                                       "input": None}])
+    document = request._json
+    try:
+        return model.model_validate(document)
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False, include_context=False)]
+        ) from None
+
+
+def path_uuid(request: Request, name: str) -> UUID:
+    """A path parameter as a UUID, or RequestValidationError naming it (as FastAPI words it)."""
+    text = request.path_params[name]
+    try:
+        return UUID(text)
+    except ValueError:
+        raise RequestValidationError([{"type": "uuid_parsing", "loc": ("path", name), "input": text,
+                                       "msg": "Input should be a valid UUID"}]) from None
+
+
 class StrictJSONRoute(APIRoute):
     """Parses JSON bodies (orjson, integers past 64 bits kept exactly: app/domain/jsontext.py) and
     refuses what PostgreSQL cannot store, before FastAPI validates them: NaN, Infinity, 1e400,
@@ -109,7 +166,15 @@ class StrictJSONRoute(APIRoute):
     nul_in_strings = False
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
+        return self._strict(super().get_route_handler())
+
+    def direct_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        """The same checks and parsing around the endpoint itself, without FastAPI's parameter
+        solving: for a direct route, whose endpoint takes the request alone."""
+        return self._strict(self.endpoint)
+
+    def _strict(self, handler: Callable[[Request], Coroutine[Any, Any, Response]]
+                ) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         api_key_first = self.api_key_first
         nul_in_strings = self.nul_in_strings
 
@@ -117,21 +182,9 @@ class StrictJSONRoute(APIRoute):
             if api_key_first:
                 check_api_key(request)
             body = await request.body()
-            if body:
-                try:
-                    document = loads(body)
-                except orjson.JSONDecodeError as exc:
-                    raise RequestValidationError(
-                        [{"type": "json_invalid", "loc": ("body",), "msg": f"malformed JSON: {exc}", "input": None}]
-                    ) from exc
-                try:
-                    check_storable(document, nul_in_strings=nul_in_strings)
-                except UnstorableJson as exc:
-                    raise RequestValidationError(
-                        [{"type": "json_unstorable", "loc": ("body", *_path_parts(exc.path)), "msg": exc.message,
-                          "input": None}]
-                    ) from exc
-                request._json = document  # FastAPI's request.json() returns this
+            # Another content type is no JSON body at all, as FastAPI reads it (a body model: 422).
+            if body and is_json(request.headers.get("content-type")):
+                request._json = parse_json(body, nul_in_strings=nul_in_strings)  # FastAPI's request.json()
             return await handler(request)
 
         return strict_handler

@@ -9,7 +9,8 @@ from fastapi import APIRouter, Path, Request
 from starlette.responses import Response
 
 from app.api.auth import bearer_token
-from app.api.body import NulStrippingRoute, StrictJSONRoute
+from app.api.body import NulStrippingRoute, StrictJSONRoute, body_as, path_uuid
+from app.api.direct import direct
 from app.api.callbacks.models import (
     CancelRequested,
     CompleteIn,
@@ -31,11 +32,14 @@ from app.services.callbacks import Completion
 router = APIRouter(prefix="/v1/executions", tags=["callbacks"], route_class=StrictJSONRoute)
 
 
-@router.post("/{execution_id}/complete", response_model=ExecutionOut)
-async def complete(execution_id: UUID, body: CompleteIn, request: Request) -> Response:
+@router.post("/{execution_id}/complete", response_model=ExecutionOut,
+             openapi_extra=direct(CompleteIn, path={"execution_id": "the execution"}))
+async def complete(request: Request) -> Response:
     """Report the outcome of an accepted (202) attempt. One that cannot apply is a 200 no-op.
     `error.type` names the failure (default `handler_failed`); types beginning with `abandoned_`
     are Jobwire's own (a late success may still win over those) and are refused with 422."""
+    execution_id = path_uuid(request, "execution_id")
+    body = body_as(request, CompleteIn)
     s = services_of(request)
     completion = Completion(
         succeeded=body.outcome == "succeeded",

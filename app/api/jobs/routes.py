@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Header, Request
+from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from app.api.body import ManagementRoute
+from app.api.body import ManagementRoute, body_as
+from app.api.direct import direct
 from app.api.executions.models import ExecutionOut
 from app.api.executions.views import execution_view
 from app.api.jobs.models import BatchIn, BatchOut, JobIn
@@ -22,19 +21,20 @@ TRACEPARENT_DOC = (
     "W3C trace context (`00-<32 hex>-<16 hex>-<2 hex>`): stored as `metadata.context.traceparent` of each "
     "job unless its metadata sets one (the body wins); an invalid value is ignored. Not part of the "
     "idempotency fingerprint: a retried request with a new traceparent is still the same request.")
+IDEMPOTENCY_DOC = ("the job's idempotency key, as the body's `idempotency_key` (both present and different: 422); "
+                   "a repeat with the same body answers 200 with the first execution")
 
 
 @router.post("", response_model=ExecutionOut, status_code=201,
              responses={200: {"model": ExecutionOut,
                               "description": "an idempotency key already stored with the same body"},
-                        **problems(413)})
-async def enqueue(
-    body: JobIn,
-    request: Request,
-    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
-    traceparent: Annotated[str | None, Header(description=TRACEPARENT_DOC)] = None,
-) -> Response:
+                        **problems(413)},
+             openapi_extra=direct(JobIn, headers={"Idempotency-Key": IDEMPOTENCY_DOC, "traceparent": TRACEPARENT_DOC}))
+async def enqueue(request: Request) -> Response:
     """Enqueue one job. A repeated idempotency key with the same body answers 200 with the first execution."""
+    body = body_as(request, JobIn)
+    idempotency_key = request.headers.get("idempotency-key")
+    traceparent = request.headers.get("traceparent")
     s = services_of(request)
     if idempotency_key is not None:
         if not is_valid_name(idempotency_key):
@@ -45,14 +45,12 @@ async def enqueue(
     return FastJSON(execution_view(done.execution), status_code=201 if done.created else 200)
 
 
-@router.post("/batch", response_model=BatchOut, status_code=201, responses=problems(413))
-async def enqueue_batch(
-    body: BatchIn,
-    request: Request,
-    traceparent: Annotated[str | None, Header(description=TRACEPARENT_DOC)] = None,
-) -> Response:
+@router.post("/batch", response_model=BatchOut, status_code=201, responses=problems(413),
+             openapi_extra=direct(BatchIn, headers={"traceparent": TRACEPARENT_DOC}))
+async def enqueue_batch(request: Request) -> Response:
     """Enqueue 1–1,000 jobs atomically: one invalid item rejects all, naming it (`jobs[i]…`)."""
+    body = body_as(request, BatchIn)
     s = services_of(request)
-    trace = valid_traceparent(traceparent)
+    trace = valid_traceparent(request.headers.get("traceparent"))
     done = await s.enqueue.enqueue([job.to_new_job(traceparent=trace) for job in body.jobs], field_prefix="jobs")
     return FastJSON({"items": [execution_view(d.execution) for d in done]}, status_code=201)
