@@ -74,6 +74,8 @@ job_executions = Table(
     Column("started_at", TS),
     Column("completed_at", TS),
     Column("locked_by", Text),
+    # Revision 20261201_0010: the node that made the current attempt's call (kept after a 202).
+    Column("claimed_by", Text),
     Column("last_error", Text),
     Column("error_type", Text),
     Column("created_at", TS, nullable=False, server_default=NOW),
@@ -135,6 +137,16 @@ job_events = Table(
     Column("execution_id", UUID(as_uuid=True), nullable=False),
     Column("event", JSONB, nullable=False),
     Column("occurred_at", TS, nullable=False, server_default=NOW),
+    # Revision 20261201_0010, set by the statement that writes an attempt's outcome or a user's
+    # action (NULL on the insert's and the claim's rows): the event type (execution.succeeded,
+    # .failed, .abandoned, .dead_lettered, .cancelled, .retried) and, beside the curated event,
+    # the attempt it ends, its start, its node, the handler's HTTP status, its own error text.
+    Column("type", Text),
+    Column("attempt", Integer),
+    Column("started_at", TS),
+    Column("node", Text),
+    Column("http_status", Integer),
+    Column("error", Text),
 )
 Index("ix_job_events_execution", job_events.c.execution_id, job_events.c.id)
 

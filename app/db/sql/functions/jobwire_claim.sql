@@ -1,6 +1,8 @@
 -- The dispatcher's whole claim in one round trip: up to `n` due jobs, best first (priority DESC,
 -- scheduled_at), SKIP LOCKED, marked PROCESSING with their deadline and an event each; their
--- handler's URL and secret and the seconds left before the deadline come with them.
+-- handler's URL and secret and the seconds left before the deadline come with them. locked_by
+-- and claimed_by name the claiming node: locked_by while its call is in flight (a 202 clears
+-- it), claimed_by until the next claim (the attempt history names the node of each attempt).
 --
 -- Two steps, as separate statements inside one call (in READ COMMITTED each statement of a
 -- VOLATILE function takes a new snapshot, so step 2 sees every earlier lock holder's committed
@@ -82,7 +84,7 @@ BEGIN
                 FOR UPDATE SKIP LOCKED
             ), u AS (
                 UPDATE job_executions e
-                SET state = 'PROCESSING', started_at = now(), updated_at = now(), locked_by = node,
+                SET state = 'PROCESSING', started_at = now(), updated_at = now(), locked_by = node, claimed_by = node,
                     deadline_at = now() + make_interval(secs => LEAST(
                         COALESCE(e.timeout_seconds,
                                  (SELECT h.timeout_seconds FROM job_handlers h WHERE h.name = e.handler),
@@ -111,7 +113,7 @@ BEGIN
                 FOR UPDATE SKIP LOCKED
             ), u AS (
                 UPDATE job_executions e
-                SET state = 'PROCESSING', started_at = now(), updated_at = now(), locked_by = node,
+                SET state = 'PROCESSING', started_at = now(), updated_at = now(), locked_by = node, claimed_by = node,
                     deadline_at = now() + make_interval(secs => LEAST(
                         COALESCE(e.timeout_seconds,
                                  (SELECT h.timeout_seconds FROM job_handlers h WHERE h.name = e.handler),
@@ -190,7 +192,7 @@ BEGIN
             LIMIT n
         ), u AS (
             UPDATE job_executions e
-            SET state = 'PROCESSING', started_at = now(), updated_at = now(), locked_by = node,
+            SET state = 'PROCESSING', started_at = now(), updated_at = now(), locked_by = node, claimed_by = node,
                 deadline_at = now() + make_interval(secs => LEAST(
                     COALESCE(e.timeout_seconds,
                              (SELECT h.timeout_seconds FROM job_handlers h WHERE h.name = e.handler),
@@ -265,7 +267,7 @@ BEGIN
             LIMIT n
         ), u AS (
             UPDATE job_executions e
-            SET state = 'PROCESSING', started_at = now(), updated_at = now(), locked_by = node,
+            SET state = 'PROCESSING', started_at = now(), updated_at = now(), locked_by = node, claimed_by = node,
                 deadline_at = now() + make_interval(secs => LEAST(
                     COALESCE(e.timeout_seconds,
                              (SELECT h.timeout_seconds FROM job_handlers h WHERE h.name = e.handler),
