@@ -5,7 +5,6 @@ from __future__ import annotations
 from app.db.database import Connection
 from app.db.queries import load
 from app.db.statements import execute, fetch
-from app.domain.executions import QueueStatus
 from app.domain.metrics import QueueDepth
 
 Q = load("queues.sql")
@@ -15,21 +14,9 @@ class QueueRepository:
     async def set_paused(self, conn: Connection, name: str, paused: bool) -> None:
         await execute(conn, Q["queue_set_paused"], name=name, paused=paused)
 
-    async def overview(self, conn: Connection, name: str | None = None) -> list[QueueStatus]:
-        rows = await fetch(conn, Q["queues_overview"], name=name)
-        return [
-            QueueStatus(
-                name=m["name"],
-                paused=m["paused"],
-                counts=dict(m["counts"]),
-                oldest_claimable_age_seconds=(float(m["oldest_claimable_age_seconds"])
-                                              if m["oldest_claimable_age_seconds"] is not None else None),
-            )
-            for m in rows
-        ]
-
-    async def depth(self, conn: Connection) -> list[QueueDepth]:
-        rows = await fetch(conn, Q["queues_depth"])
+    async def depth(self, conn: Connection, name: str | None = None) -> list[QueueDepth]:
+        """Every queue's live depth (or the one named, listed even when it has nothing)."""
+        rows = await fetch(conn, Q["queues_depth"], name=name)
         return [
             QueueDepth(queue=m["queue"], paused=m["paused"], due=int(m["due"]), scheduled=int(m["scheduled"]),
                        processing=int(m["processing"]), dead_letter=int(m["dead_letter"]),

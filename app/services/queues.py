@@ -1,4 +1,9 @@
-"""Queue controls: pause (not claimed from; enqueue still works), resume, overview."""
+"""Queue controls: pause (not claimed from; enqueue still works), resume, overview.
+
+The overview counts the live states and the dead letters (ENQUEUED, due and scheduled,
+PROCESSING, DEAD_LETTER) through the indexes on them, never the finished history: a count per
+completion would add a contended write to every job, and the nodes' Prometheus counters give
+the rates."""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.queues import QueueRepository
 from app.domain.executions import QueueStatus
+from app.domain.metrics import QueueDepth
+from app.domain.states import JobState
 
 
 class QueueService:
@@ -17,12 +24,19 @@ class QueueService:
 
     async def list(self) -> list[QueueStatus]:
         async with self.db.transaction() as conn:
-            return await self.queues.overview(conn)
+            return [_status(d) for d in await self.queues.depth(conn)]
 
     async def set_paused(self, name: str, paused: bool) -> QueueStatus:
         async with self.db.transaction() as conn:
             await self.queues.set_paused(conn, name, paused)
             if not paused:
                 await self.executions.notify(conn, self.db.notify_channel, name)  # claim it at once
-            [status] = await self.queues.overview(conn, name)
-        return status
+            [depth] = await self.queues.depth(conn, name)
+        return _status(depth)
+
+
+def _status(d: QueueDepth) -> QueueStatus:
+    counts = {JobState.ENQUEUED.value: d.due + d.scheduled, JobState.PROCESSING.value: d.processing,
+              JobState.DEAD_LETTER.value: d.dead_letter}
+    return QueueStatus(name=d.queue, paused=d.paused, counts=counts,
+                       oldest_claimable_age_seconds=d.oldest_due_age_seconds)

@@ -10,7 +10,9 @@ from app.api.fields import ResponseModel
 class QueueOut(ResponseModel):
     name: str
     paused: bool
-    counts: dict[str, int] = Field(description="executions by state (every state, 0 included)")
+    counts: dict[str, int] = Field(
+        description="executions ENQUEUED (due and scheduled), PROCESSING and DEAD_LETTER, 0 included; finished "
+                    "totals are not counted (they would read the whole history: Prometheus counters give the rates)")
     oldest_claimable_age_seconds: float | None = Field(
         description="age of the oldest due ENQUEUED job (database time); null when none is due")
 
