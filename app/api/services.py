@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from fastapi import Request
 
+from app.services.bulk import BulkService
 from app.services.callbacks import CallbackService
 from app.services.coordination import CoordinationService
 from app.services.enqueue import EnqueueService
@@ -14,6 +15,7 @@ from app.services.handlers import HandlerService
 from app.services.health import HealthService
 from app.services.metrics import MetricsService
 from app.services.queues import QueueService
+from app.services.retention import PurgeService
 from app.services.schedules import ScheduleService
 
 
@@ -28,6 +30,8 @@ class Services:
     queues: QueueService
     schedules: ScheduleService
     metrics: MetricsService
+    purge: PurgeService
+    bulk: BulkService
 
 
 def services_of(request: Request) -> Services:

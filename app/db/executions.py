@@ -12,10 +12,10 @@ from uuid import UUID
 
 from app.db.database import Connection
 from app.db.queries import EXECUTION_COLUMNS, load
-from app.db.rows import claimed_from, execution_from
+from app.db.rows import attempt_end_from, attempt_from, claimed_from, event_from, execution_from
 from app.db.statements import execute, fetch, fetchrow, fetchval
 from app.domain import states
-from app.domain.executions import ClaimedJob, Execution, ListFilter, NewJob
+from app.domain.executions import Attempt, AttemptEnd, ClaimedJob, Event, Execution, ListFilter, NewJob
 from app.domain.jsontext import dumps
 
 Q = load("executions.sql")
@@ -120,19 +120,31 @@ class ExecutionRepository:
         return [claimed_from(r) for r in rows]
 
     async def succeed_many(
-        self, conn: Connection, items: Sequence[tuple[UUID, int, Any]], channel: str
+        self, conn: Connection, items: Sequence[tuple[UUID, int, Any]], channel: str,
+        http_statuses: Sequence[int | None] | None = None,
     ) -> list[Execution]:
         """Record successes (id, attempt, result); rows that may no longer succeed are skipped.
         One statement, which also NOTIFYs `channel` when a success frees a stateful queue or a
-        max_concurrency slot."""
-        rows = await fetch(conn, Q["executions_succeed"], **_succeed_params(items, channel))
+        max_concurrency slot. `http_statuses`, parallel to `items`: the handler's status where the
+        success was its synchronous reply (None: a completion callback), kept in the event row."""
+        rows = await fetch(conn, Q["executions_succeed"], **_succeed_params(items, channel, http_statuses))
         return [execution_from(r) for r in rows]
 
+    async def succeed_attempts(
+        self, conn: Connection, items: Sequence[tuple[UUID, int, Any]], channel: str,
+        http_statuses: Sequence[int | None] | None = None,
+    ) -> list[AttemptEnd]:
+        """As succeed_many (the same statement), each success with the attempt it ended."""
+        rows = await fetch(conn, Q["executions_succeed"], **_succeed_params(items, channel, http_statuses))
+        return [attempt_end_from(r) for r in rows]
+
     async def succeed_quietly(
-        self, conn: Connection, items: Sequence[tuple[UUID, int, Any]], channel: str
+        self, conn: Connection, items: Sequence[tuple[UUID, int, Any]], channel: str,
+        http_statuses: Sequence[int | None] | None = None,
     ) -> int:
         """As succeed_many, returning only how many applied (no rows to decode)."""
-        row = await fetchrow(conn, Q["executions_succeed_quietly"], **_succeed_params(items, channel))
+        row = await fetchrow(conn, Q["executions_succeed_quietly"],
+                             **_succeed_params(items, channel, http_statuses))
         return int(row["succeeded"])  # type: ignore[index]
 
     async def release_to_handler(
@@ -142,7 +154,7 @@ class ExecutionRepository:
                            attempts=[a for _, a in items], node=node, from_states=[states.JobState.PROCESSING.value])
         return [r["id"] for r in rows]
 
-    async def fail(
+    async def end_attempt(
         self,
         conn: Connection,
         execution_id: UUID,
@@ -154,24 +166,45 @@ class ExecutionRepository:
         retryable: bool,
         delay: float,
         at_deadline: bool = False,
-    ) -> Execution | None:
+        http_status: int | None = None,
+    ) -> AttemptEnd | None:
         """A failed (cause FAILED) or abandoned (cause ABANDONED) attempt and its retry, in one
         statement. None when the attempt is no longer current or no longer PROCESSING, or, for
-        an abandonment `at_deadline`, when its deadline (database time) has not passed."""
+        an abandonment `at_deadline`, when its deadline (database time) has not passed.
+        `error` (the attempt's own text, kept in its event row beside last_error) and
+        `http_status` (the handler's, None for a connection error or an abandonment)."""
         from_states = states.FAIL_FROM if cause is states.JobState.FAILED else states.ABANDON_FROM
         row = await fetchrow(conn, Q["execution_fail"], id=execution_id, attempt=attempt, cause=cause.value,
                              error=error, error_type=error_type, retryable=retryable, delay=float(delay),
-                             at_deadline=at_deadline, from_states=list(from_states))
-        return execution_from(row) if row else None
+                             at_deadline=at_deadline, from_states=list(from_states), http_status=http_status)
+        return attempt_end_from(row) if row else None
+
+    async def fail(
+        self, conn: Connection, execution_id: UUID, attempt: int, *, cause: states.JobState, error: str,
+        error_type: str, retryable: bool, delay: float, at_deadline: bool = False, http_status: int | None = None,
+    ) -> Execution | None:
+        """As end_attempt, the execution alone."""
+        ended = await self.end_attempt(conn, execution_id, attempt, cause=cause, error=error, error_type=error_type,
+                                       retryable=retryable, delay=delay, at_deadline=at_deadline,
+                                       http_status=http_status)
+        return ended.execution if ended else None
+
+    async def abandon_attempts_held_by(
+        self, conn: Connection, nodes: Sequence[str], n: int, *, error: str, error_type: str,
+        keep: Sequence[UUID] = (),
+    ) -> list[AttemptEnd]:
+        """Abandon up to n PROCESSING executions the given nodes hold (but not `keep`), retried at once."""
+        rows = await fetch(conn, Q["executions_abandon_held_by"], **self._abandon_params(error, error_type),
+                           nodes=list(nodes), keep=list(keep), n=n)
+        return [attempt_end_from(r) for r in rows]
 
     async def abandon_held_by(
         self, conn: Connection, nodes: Sequence[str], n: int, *, error: str, error_type: str,
         keep: Sequence[UUID] = (),
     ) -> list[Execution]:
-        """Abandon up to n PROCESSING executions the given nodes hold (but not `keep`), retried at once."""
-        rows = await fetch(conn, Q["executions_abandon_held_by"], **self._abandon_params(error, error_type),
-                           nodes=list(nodes), keep=list(keep), n=n)
-        return [execution_from(r) for r in rows]
+        """As abandon_attempts_held_by, the executions alone."""
+        ended = await self.abandon_attempts_held_by(conn, nodes, n, error=error, error_type=error_type, keep=keep)
+        return [a.execution for a in ended]
 
     async def release_undispatched(self, conn: Connection, node: str, n: int,
                                    keep: Sequence[UUID]) -> list[Execution]:
@@ -181,17 +214,24 @@ class ExecutionRepository:
                            from_states=list(states.UNDISPATCHED_FROM))
         return [execution_from(r) for r in rows]
 
-    async def abandon_past_deadline(self, conn: Connection, n: int, *, error: str,
-                                    error_type: str) -> list[Execution]:
+    async def abandon_attempts_past_deadline(self, conn: Connection, n: int, *, error: str,
+                                             error_type: str) -> list[AttemptEnd]:
         """Abandon up to n PROCESSING executions whose deadline has passed, retried at once."""
         rows = await fetch(conn, Q["executions_abandon_past_deadline"], **self._abandon_params(error, error_type), n=n)
-        return [execution_from(r) for r in rows]
+        return [attempt_end_from(r) for r in rows]
+
+    async def abandon_past_deadline(self, conn: Connection, n: int, *, error: str,
+                                    error_type: str) -> list[Execution]:
+        """As abandon_attempts_past_deadline, the executions alone."""
+        return [a.execution for a in await self.abandon_attempts_past_deadline(conn, n, error=error,
+                                                                                error_type=error_type)]
 
     @staticmethod
     def _abandon_params(error: str, error_type: str) -> dict[str, Any]:
-        # Abandoning is not the job's fault: the next attempt is due at once (no backoff).
+        # Abandoning is not the job's fault: the next attempt is due at once (no backoff). No
+        # reply came: no HTTP status.
         return {"cause": states.JobState.ABANDONED.value, "error": error, "error_type": error_type,
-                "delay": 0.0, "from_states": list(states.ABANDON_FROM)}
+                "delay": 0.0, "from_states": list(states.ABANDON_FROM), "http_status": None}
 
     async def seconds_to_next_deadline(self, conn: Connection) -> float | None:
         return await fetchval(conn, Q["executions_next_deadline"])
@@ -224,8 +264,19 @@ class ExecutionRepository:
         return execution_from(row) if row else None
 
     async def events(self, conn: Connection, execution_id: UUID) -> list[dict[str, Any]]:
+        """Every event row's curated event (with its row id), typed or not, oldest first."""
         rows = await fetch(conn, Q["events_for_execution"], id=execution_id)
         return [dict(r["event"], id=r["id"]) for r in rows]
+
+    async def event_page(self, conn: Connection, execution_id: UUID, after: int, limit: int) -> list[Event]:
+        """The typed events (attempt outcomes, user actions), oldest first, after event id `after`."""
+        rows = await fetch(conn, Q["execution_events_page"], id=execution_id, after=after, limit=limit)
+        return [event_from(r) for r in rows]
+
+    async def attempts(self, conn: Connection, execution_id: UUID) -> list[Attempt]:
+        """One per attempt dispatched, oldest first, the one in flight included (executions.sql
+        execution_attempts says how they are derived)."""
+        return [attempt_from(r) for r in await fetch(conn, Q["execution_attempts"], id=execution_id)]
 
     async def notify(self, conn: Connection, channel: str, queue: str = "") -> None:
         await execute(conn, Q["notify"], channel=channel, queue=queue)
@@ -234,8 +285,13 @@ class ExecutionRepository:
         await execute(conn, Q["notify_if_limited"], channel=channel, handlers=list(handlers))
 
 
-def _succeed_params(items: Sequence[tuple[UUID, int, Any]], channel: str) -> dict[str, Any]:
+def _succeed_params(items: Sequence[tuple[UUID, int, Any]], channel: str,
+                    http_statuses: Sequence[int | None] | None = None) -> dict[str, Any]:
     """executions_succeed's batch as parallel arrays (results as JSON text)."""
+    if http_statuses is None:
+        http_statuses = [None] * len(items)
+    elif len(http_statuses) != len(items):
+        raise ValueError("http_statuses must be parallel to items")
     return {"ids": [i for i, _, _ in items], "attempts": [a for _, a, _ in items],
             "results": [None if r is None else _json(r) for _, _, r in items],
-            "from_states": list(states.SUCCEED_FROM), "channel": channel}
+            "http_statuses": list(http_statuses), "from_states": list(states.SUCCEED_FROM), "channel": channel}

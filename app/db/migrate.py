@@ -7,11 +7,12 @@ import threading
 from importlib import resources
 from pathlib import Path
 
+import asyncpg
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 
-from app.db.connection import async_url, connect_args
+from app.db.connection import async_url, asyncpg_dsn, connect_args, server_settings
 
 
 def script_location() -> Path:
@@ -54,8 +55,24 @@ def downgrade_sync(url: str, schema: str | None, revision: str) -> None:
         command.downgrade(alembic_config(url, schema), revision)
 
 
-async def upgrade(url: str, schema: str | None) -> None:
+async def upgrade(url: str, schema: str | None) -> tuple[str | None, str | None]:
+    """`alembic upgrade head`; the database's revision before and after (None: no revision yet).
+    Before is read outside the migration lock: a node that starts beside another may find the
+    other's work done, so it says what the database was at, not what it applied itself."""
+    before = await current_revision(url, schema)
     # env.py runs its own event loop (asyncio.run), so it must not run on this one.
     await asyncio.to_thread(upgrade_sync, url, schema)
+    return before, await current_revision(url, schema)
+
+
+async def current_revision(url: str, schema: str | None) -> str | None:
+    """The revision alembic recorded in the database (heads joined by commas), None before any."""
+    conn = await asyncpg.connect(asyncpg_dsn(url), server_settings=server_settings(schema))
+    try:
+        if await conn.fetchval("SELECT to_regclass('alembic_version') IS NULL"):
+            return None
+        return await conn.fetchval("SELECT string_agg(version_num, ',' ORDER BY version_num) FROM alembic_version")
+    finally:
+        await conn.close()
 
 

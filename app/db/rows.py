@@ -7,7 +7,17 @@ from typing import Any
 
 import orjson
 
-from app.domain.executions import ClaimedJob, Execution, Handler, JobType, Progress
+from app.domain.executions import (
+    Attempt,
+    AttemptEnd,
+    ClaimedJob,
+    Event,
+    EventType,
+    Execution,
+    Handler,
+    JobType,
+    Progress,
+)
 from app.domain.schedules import ExecutionMode, MisfirePolicy, OverlapPolicy, Schedule, ScheduleSpec
 from app.domain.states import JobState
 
@@ -16,6 +26,7 @@ from app.domain.states import JobState
 # per row in a batch enqueue's 1,000 returned rows.
 _JOB_TYPES = {t.value: t for t in JobType}
 _STATES = {s.value: s for s in JobState}
+_EVENT_TYPES = {t.value: t for t in EventType}
 _NO_PROGRESS = Progress()
 
 
@@ -60,6 +71,35 @@ def execution_from(m: Mapping[str, Any]) -> Execution:
         timeout_seconds=m["timeout_seconds"],
         max_duration_seconds=m["max_duration_seconds"],
     )
+
+
+def attempt_end_from(m: Mapping[str, Any]) -> AttemptEnd:
+    """An outcome write's row: the execution's columns and the attempt it ended (ended_*)."""
+    return AttemptEnd(
+        execution=execution_from(m),
+        outcome=_STATES[m["ended_as"]],
+        attempt=m["ended_attempt"],
+        started_at=m["ended_started_at"],
+        ended_at=m["ended_at"],
+        node=m["ended_node"],
+    )
+
+
+def attempt_from(m: Mapping[str, Any]) -> Attempt:
+    return Attempt(
+        attempt=m["attempt"],
+        state=_STATES[m["state"]],
+        started_at=m["started_at"],
+        ended_at=m["ended_at"],
+        node=m["node"],
+        error_type=m["error_type"],
+        error=m["error"],
+        http_status=m["http_status"],
+    )
+
+
+def event_from(m: Mapping[str, Any]) -> Event:
+    return Event(id=m["id"], type=_EVENT_TYPES[m["type"]], occurred_at=m["occurred_at"], data=m["data"])
 
 
 def _embedded_json(text: str | None) -> orjson.Fragment | None:

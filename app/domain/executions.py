@@ -168,3 +168,72 @@ class Outcome:
     error_type: str | None = None
     retryable: bool = True
     retry_after: float | None = None
+    # The handler's HTTP status when its reply decided the outcome (a 202 keeps it only here: the
+    # attempt's outcome comes later, by callback, with no status of its own).
+    http_status: int | None = None
+
+
+def _millis(start: datetime | None, end: datetime | None) -> int | None:
+    if start is None or end is None:
+        return None
+    return round((end - start).total_seconds() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptEnd:
+    """An attempt that a guarded write ended (a success, a failure, an abandonment): the
+    execution as the write left it (for a retried attempt: ENQUEUED, at the next attempt) and
+    the attempt it ended, as its log line tells it."""
+
+    execution: Execution
+    outcome: JobState  # SUCCEEDED, FAILED or ABANDONED: the attempt's own outcome
+    attempt: int
+    started_at: datetime | None
+    ended_at: datetime
+    node: str | None  # the node that made the attempt's call
+
+    @property
+    def duration_ms(self) -> int | None:
+        return _millis(self.started_at, self.ended_at)
+
+
+class EventType(StrEnum):
+    """The types of the transition events GET /v1/executions/{id}/events lists: attempt
+    outcomes and user actions (the rows of inserts, claims and re-enqueues have none)."""
+
+    SUCCEEDED = "execution.succeeded"
+    FAILED = "execution.failed"
+    ABANDONED = "execution.abandoned"
+    DEAD_LETTERED = "execution.dead_lettered"
+    CANCELLED = "execution.cancelled"
+    RETRIED = "execution.retried"  # a manual retry
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A typed transition event: `data` is the curated event of DESIGN §4 (plus `retry_at` for a
+    failed or abandoned attempt that another follows)."""
+
+    id: int
+    type: EventType
+    occurred_at: datetime
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One dispatched attempt of an execution: its own outcome (SUCCEEDED, FAILED, ABANDONED,
+    CANCELLED; PROCESSING while in flight, ended_at None), never DEAD_LETTER."""
+
+    attempt: int
+    state: JobState
+    started_at: datetime
+    ended_at: datetime | None
+    node: str | None
+    error_type: str | None
+    error: str | None
+    http_status: int | None
+
+    @property
+    def duration_ms(self) -> int | None:
+        return _millis(self.started_at, self.ended_at)

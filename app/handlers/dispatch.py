@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -18,6 +19,18 @@ from app.domain.retry import parse_retry_after
 from app.domain.signing import sign_webhook, webhook_id
 from app.domain.text import error_text
 from app.handlers.transport import DeadlineExceeded, Reply, Transport, TransportError
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("jobwire")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        import app
+
+        return getattr(app, "__version__", "0")
+
+
+USER_AGENT = f"Jobwire/{_version()}"
 
 
 def request_body(job: ClaimedJob, callback_url: str, token: str) -> bytes:
@@ -54,6 +67,7 @@ def signed_headers(secret: str, job: ClaimedJob, body: bytes, now: float | None 
     timestamp = int(now if now is not None else time.time())
     return {
         "content-type": "application/json",
+        "user-agent": USER_AGENT,
         "webhook-id": msg_id,
         "webhook-timestamp": str(timestamp),
         "webhook-signature": sign_webhook(secret, msg_id, timestamp, body),
@@ -61,12 +75,14 @@ def signed_headers(secret: str, job: ClaimedJob, body: bytes, now: float | None 
 
 
 def classify(reply: Reply, retry_max_delay: float) -> Outcome:
-    """2xx except 202 → SUCCEEDED with {"result"}; 202 → ACCEPTED; anything else → FAILED."""
+    """2xx except 202 → SUCCEEDED with {"result"}; 202 → ACCEPTED; anything else → FAILED. Each
+    outcome carries the reply's status (a 202's only in memory: the callback that ends its
+    attempt later records none)."""
     if reply.too_large:
         return Outcome(OutcomeKind.FAILED, error=f"HTTP {reply.status}: response body over the size cap",
-                       error_type=ErrorType.RESPONSE_TOO_LARGE)
+                       error_type=ErrorType.RESPONSE_TOO_LARGE, http_status=reply.status)
     if reply.status == 202:
-        return Outcome(OutcomeKind.ACCEPTED)
+        return Outcome(OutcomeKind.ACCEPTED, http_status=202)
     if 200 <= reply.status < 300:
         return _success(reply)
     retry_after = None
@@ -79,23 +95,25 @@ def classify(reply: Reply, retry_max_delay: float) -> Outcome:
         error=error_text(f"HTTP {reply.status} {reply.reason}: {detail}".rstrip(": ")),
         error_type=ErrorType.HTTP_STATUS,
         retry_after=retry_after,
+        http_status=reply.status,
     )
 
 
 def _success(reply: Reply) -> Outcome:
+    status = reply.status
     if not reply.body.strip():
-        return Outcome(OutcomeKind.SUCCEEDED)
+        return Outcome(OutcomeKind.SUCCEEDED, http_status=status)
     try:
         document: Any = loads(reply.body)
     except orjson.JSONDecodeError:
-        return Outcome(OutcomeKind.SUCCEEDED)  # a non-JSON body carries no result
+        return Outcome(OutcomeKind.SUCCEEDED, http_status=status)  # a non-JSON body carries no result
     result = document.get("result") if isinstance(document, dict) else None
     try:
         check_storable(result, "result")
     except UnstorableJson as exc:
         return Outcome(OutcomeKind.FAILED, error=f"the reply's result cannot be stored: {exc.path}: {exc.message}",
-                       error_type=ErrorType.HANDLER_FAILED)
-    return Outcome(OutcomeKind.SUCCEEDED, result=result)
+                       error_type=ErrorType.HANDLER_FAILED, http_status=status)
+    return Outcome(OutcomeKind.SUCCEEDED, result=result, http_status=status)
 
 
 def _reply_time(reply: Reply) -> datetime:

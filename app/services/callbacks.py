@@ -3,6 +3,7 @@ heartbeats, logs, and run-step-once steps."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,9 @@ from app.domain.metrics import NodeCounters
 from app.domain.signing import callback_token, new_server_key, verify_callback_token
 from app.domain.steps import Step
 from app.services.grouping import Group
-from app.services.outcomes import OutcomeService
+from app.services.outcomes import OutcomeService, log_attempt_end, log_attempt_ends
+
+log = logging.getLogger(__name__)
 
 SERVER_KEY = "callback_server_key"
 
@@ -66,7 +69,9 @@ class CallbackService:
 
     async def _succeed_each(self, items: Sequence[tuple[UUID, int, Any]]) -> list[Execution | None]:
         async with self.db.autocommit() as conn:
-            return await self.outcomes.succeed_each(conn, items)
+            ended = await self.outcomes.succeed_each(conn, items)
+        log_attempt_ends(log, ended)  # one statement on its own: committed
+        return [a.execution if a is not None else None for a in ended]
 
     async def _succeed_one(self, item: tuple[UUID, int, Any]) -> Execution | None:
         [changed] = await self._succeed_each([item])
@@ -150,20 +155,22 @@ class CallbackService:
         async with self.db.transaction() as conn:
             current = await self._current(conn, execution_id, attempt)
             if completion.succeeded:
-                changed = await self.outcomes.succeed(conn, execution_id, attempt, completion.result)
+                ended = await self.outcomes.succeed(conn, execution_id, attempt, completion.result)
             else:
+                # No HTTP status: the call's reply was the 202 that handed the attempt over.
                 outcome = Outcome(
                     OutcomeKind.FAILED,
                     error=completion.error_message or "handler reported failure",
                     error_type=completion.error_type or ErrorType.HANDLER_FAILED,
                     retryable=completion.retryable,
                 )
-                changed = await self.outcomes.fail(conn, execution_id, attempt, outcome)
-            if changed is not None:
-                if not completion.succeeded:  # a success wakes what it frees by itself
-                    await self.outcomes.wake_if_handed_over(conn, [changed])
-                self.counters.completions["succeeded" if completion.succeeded else "failed"] += 1
-                return changed
-            # Zero rows: a duplicate, or no longer PROCESSING. An idempotent no-op that reports
-            # the execution as it is now (another writer may have moved it since we read it).
-            return await self.executions.get(conn, execution_id) or current
+                ended = await self.outcomes.fail(conn, execution_id, attempt, outcome)
+            if ended is None:
+                # Zero rows: a duplicate, or no longer PROCESSING. An idempotent no-op that reports
+                # the execution as it is now (another writer may have moved it since we read it).
+                return await self.executions.get(conn, execution_id) or current
+            if not completion.succeeded:  # a success wakes what it frees by itself
+                await self.outcomes.wake_if_handed_over(conn, [ended.execution])
+        log_attempt_end(log, ended)  # committed
+        self.counters.completions["succeeded" if completion.succeeded else "failed"] += 1
+        return ended.execution

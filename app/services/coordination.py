@@ -17,6 +17,7 @@ from app.db.nodes import NodeRepository
 from app.domain.errors import DatabaseUnavailable
 from app.domain.executions import ErrorType, Execution, Node
 from app.domain.outage import OutageRule
+from app.services.outcomes import log_attempt_ends
 from app.services.wakeups import wake_for_freed_slots
 
 log = logging.getLogger(__name__)
@@ -88,11 +89,12 @@ class CoordinationService:
             recovered = 0
             while True:
                 async with self.db.transaction() as conn:
-                    ended = await self.executions.abandon_held_by(
+                    ended = await self.executions.abandon_attempts_held_by(
                         conn, [node], self.config.batch_size,
                         error=f"node {node} stopped heartbeating during the call",
                         error_type=ErrorType.ABANDONED_NODE)
-                    await self._wake_dispatchers(conn, ended)
+                    await self._wake_dispatchers(conn, [a.execution for a in ended])
+                log_attempt_ends(log, ended)  # committed
                 recovered += len(ended)
                 if len(ended) < self.config.batch_size:
                     break
@@ -111,10 +113,11 @@ class CoordinationService:
         total = 0
         while True:
             async with self.db.transaction() as conn:
-                ended = await self.executions.abandon_past_deadline(
+                ended = await self.executions.abandon_attempts_past_deadline(
                     conn, self.config.batch_size, error="no outcome by the attempt's deadline",
                     error_type=ErrorType.ABANDONED_DEADLINE)
-                await self._wake_dispatchers(conn, ended)
+                await self._wake_dispatchers(conn, [a.execution for a in ended])
+            log_attempt_ends(log, ended)  # committed
             total += len(ended)
             if len(ended) < self.config.batch_size:
                 return total

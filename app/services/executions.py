@@ -1,4 +1,5 @@
-"""Reading executions (and their handlers' logs) and the user's state changes: cancel, manual retry."""
+"""Reading executions (their handlers' logs, attempts and events) and the user's state changes:
+cancel, manual retry."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
 from app.db.logs import LogRepository
 from app.domain.errors import Conflict, FieldError, InvalidTransition, NotFound, ValidationFailed
-from app.domain.executions import Execution, ListFilter
+from app.domain.executions import Attempt, Event, Execution, ListFilter
 from app.services.wakeups import wake_for_freed_slots
 from app.domain.logs import StoredLog
 
@@ -61,11 +62,31 @@ def encode_log_cursor(entry: StoredLog) -> str:
 
 
 def decode_log_cursor(cursor: str) -> int:
+    return _decode_id_cursor(cursor, "log")
+
+
+@dataclass(frozen=True, slots=True)
+class EventPage:
+    items: list[Event]
+    next_cursor: str | None
+
+
+def encode_event_cursor(event: Event) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps({"event": event.id})).decode().rstrip("=")
+
+
+def decode_event_cursor(cursor: str) -> int:
+    return _decode_id_cursor(cursor, "event")
+
+
+def _decode_id_cursor(cursor: str, key: str) -> int:
+    """The row id a `{key: id}` cursor holds; ValidationFailed naming `cursor` for anything else
+    (another kind of cursor, a crafted one: a bool, a float, a negative or 64-bit-overflowing id)."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        after = orjson.loads(raw)["log"]
+        after = orjson.loads(raw)[key]
         if not isinstance(after, int) or isinstance(after, bool) or not 0 <= after < 2**63:
-            raise ValueError("not a log id")
+            raise ValueError(f"not a {key} id")
         return after
     except (binascii.Error, ValueError, TypeError, KeyError, orjson.JSONDecodeError) as exc:
         raise ValidationFailed([FieldError("cursor", "not a cursor this API issued")]) from exc
@@ -137,9 +158,24 @@ class ExecutionService:
         assert execution is not None
         return execution
 
-    async def events(self, execution_id: UUID) -> list[dict[str, Any]]:
+    async def attempts(self, execution_id: UUID) -> list[Attempt]:
+        """One item per attempt dispatched, oldest first, the one in flight included."""
         async with self.db.transaction() as conn:
-            return await self.executions.events(conn, execution_id)
+            items = await self.executions.attempts(conn, execution_id)
+            if not items and await self.executions.get(conn, execution_id) is None:
+                raise NotFound("execution", execution_id)
+        return items
+
+    async def events(self, execution_id: UUID, limit: int, cursor: str | None) -> EventPage:
+        """The typed transition events (attempt outcomes, user actions), oldest first, `limit` a page."""
+        after = decode_event_cursor(cursor) if cursor else 0
+        async with self.db.transaction() as conn:
+            items = await self.executions.event_page(conn, execution_id, after, limit + 1)
+            if not items and await self.executions.get(conn, execution_id) is None:
+                raise NotFound("execution", execution_id)
+        more = len(items) > limit
+        items = items[:limit]
+        return EventPage(items, encode_event_cursor(items[-1]) if more and items else None)
 
     async def _explain_refusal(self, conn: Any, execution_id: UUID, operation: str) -> None:
         current = await self.executions.get(conn, execution_id)

@@ -11,13 +11,44 @@ from uuid import UUID
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.domain.errors import DatabaseUnavailable
-from app.domain.executions import ClaimedJob, ErrorType, Execution, Outcome, OutcomeKind
+from app.domain.executions import AttemptEnd, ClaimedJob, ErrorType, Execution, Outcome, OutcomeKind
+from app.domain.logfields import fields
 from app.domain.retry import RetryPolicy
 from app.domain.states import JobState
 from app.domain.text import error_text
 from app.services.wakeups import wake_for_freed_slots
 
 log = logging.getLogger(__name__)
+
+_THEN = {JobState.ENQUEUED: "retrying", JobState.DEAD_LETTER: "dead-lettered",
+         JobState.ABANDONED: "not retried: its schedule fires again"}
+
+
+def log_attempt_end(logger: logging.Logger, ended: AttemptEnd) -> None:
+    """The line of an attempt that a write ended, logged once the write committed: WARNING for a
+    failed or abandoned attempt (one line, whether it is retried or dead-lettered), DEBUG for a
+    success. The fields (app.domain.logfields) say which attempt, where it ran, how long it took."""
+    e = ended.execution
+    succeeded = ended.outcome is JobState.SUCCEEDED
+    level = logging.DEBUG if succeeded else logging.WARNING
+    if not logger.isEnabledFor(level):
+        return
+    if succeeded:
+        message = "execution %s attempt %d succeeded"
+        args: tuple[object, ...] = (e.id, ended.attempt)
+    else:
+        message = "execution %s attempt %d %s (%s), %s"
+        args = (e.id, ended.attempt, "failed" if ended.outcome is JobState.FAILED else "abandoned", e.error_type,
+                _THEN.get(e.state, e.state.value))
+    logger.log(level, message, *args, extra=fields(
+        execution_id=str(e.id), attempt=ended.attempt, handler=e.handler, queue=e.queue, node=ended.node,
+        error_type=None if succeeded else e.error_type, duration_ms=ended.duration_ms, state=e.state.value))
+
+
+def log_attempt_ends(logger: logging.Logger, ended: Sequence[AttemptEnd | None]) -> None:
+    for one in ended:
+        if one is not None:
+            log_attempt_end(logger, one)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,11 +111,10 @@ class OutcomeService:
             if kinds == {OutcomeKind.SUCCEEDED} or kinds == {OutcomeKind.ACCEPTED}:
                 # The common batches are one statement: no BEGIN and COMMIT round trips.
                 async with self.db.autocommit() as conn:
-                    await self._record(conn, results)
+                    ended = await self._record(conn, results)
             else:
                 async with self.db.transaction() as conn:
-                    await self._record(conn, results)
-            return
+                    ended = await self._record(conn, results)
         except DatabaseUnavailable:
             raise
         except Exception:
@@ -92,32 +122,49 @@ class OutcomeService:
                 log.exception("recording the outcome of execution %s failed", results[0][0].id)
                 return
             log.exception("recording %d outcomes together failed; recording them one by one", len(results))
+        else:
+            log_attempt_ends(log, ended)  # committed: a batch rolled back above logged nothing
+            return
         for one in results:
             try:
                 async with self.db.transaction() as conn:
-                    await self._record(conn, [one])
+                    ended = await self._record(conn, [one])
             except DatabaseUnavailable:
                 raise
             except Exception:
                 log.exception("recording the outcome of execution %s failed", one[0].id)
+            else:
+                log_attempt_ends(log, ended)
 
-    async def _record(self, conn: Any, results: Sequence[tuple[ClaimedJob, Outcome]]) -> None:
+    async def _record(self, conn: Any, results: Sequence[tuple[ClaimedJob, Outcome]]) -> list[AttemptEnd]:
+        """Write the outcomes; returns the attempts they ended (successes only when logged at DEBUG:
+        the hot path's statement returns no rows)."""
         succeeded = [(j.id, j.attempt, o.result) for j, o in results if o.kind is OutcomeKind.SUCCEEDED]
+        statuses = [o.http_status for _, o in results if o.kind is OutcomeKind.SUCCEEDED]
         accepted = [(j.id, j.attempt) for j, o in results if o.kind is OutcomeKind.ACCEPTED]
-        ended: list[Execution | None] = []  # failures; successes wake what they free themselves
+        ended: list[AttemptEnd] = []
         if succeeded:
-            await self.executions.succeed_quietly(conn, succeeded, self.db.notify_channel)
+            if log.isEnabledFor(logging.DEBUG):
+                ended += await self.executions.succeed_attempts(conn, succeeded, self.db.notify_channel, statuses)
+            else:
+                await self.executions.succeed_quietly(conn, succeeded, self.db.notify_channel, statuses)
         if accepted:
             await self.executions.release_to_handler(conn, self.claim_config.node_id, accepted)
+        failed: list[AttemptEnd] = []  # successes wake what they free themselves
         for job, outcome in results:
             if outcome.kind in (OutcomeKind.FAILED, OutcomeKind.ABANDONED):
-                ended.append(await self.fail(conn, job.id, job.attempt, outcome))
-        await self.wake_if_handed_over(conn, ended)
+                one = await self.fail(conn, job.id, job.attempt, outcome)
+                if one is not None:
+                    failed.append(one)
+        await self.wake_if_handed_over(conn, [a.execution for a in failed])
+        return ended + failed
 
     async def wake_if_handed_over(self, conn: Any, ended: Sequence[Execution | None]) -> None:
         await wake_for_freed_slots(self.db, self.executions, conn, ended)
 
-    async def fail(self, conn: Any, execution_id: UUID, attempt: int, outcome: Outcome) -> Execution | None:
+    async def fail(self, conn: Any, execution_id: UUID, attempt: int, outcome: Outcome) -> AttemptEnd | None:
+        """Record a failed or abandoned attempt (and its retry); None when it no longer applies.
+        The caller logs the attempt (log_attempt_end) once its transaction committed."""
         abandoned = outcome.kind is OutcomeKind.ABANDONED
         if abandoned:
             delay = 0.0  # as the coordinator's scan: abandoning is not the job's fault, retry at once
@@ -126,7 +173,7 @@ class OutcomeService:
         else:
             delay = self.retry.delay(attempt)
         error_type = outcome.error_type or (ErrorType.ABANDONED_DEADLINE if abandoned else ErrorType.HANDLER_FAILED)
-        return await self.executions.fail(
+        return await self.executions.end_attempt(
             conn,
             execution_id,
             attempt,
@@ -137,17 +184,20 @@ class OutcomeService:
             delay=delay,
             # A call still open at its deadline: only if the deadline (moved by heartbeats) has passed.
             at_deadline=abandoned and error_type == ErrorType.ABANDONED_DEADLINE,
+            http_status=outcome.http_status,
         )
 
-    async def succeed(self, conn: Any, execution_id: UUID, attempt: int, result: Any) -> Execution | None:
+    async def succeed(self, conn: Any, execution_id: UUID, attempt: int, result: Any) -> AttemptEnd | None:
         """Record one success (waking the dispatchers when it frees work); None when the attempt
         may no longer succeed."""
         [done] = await self.succeed_each(conn, [(execution_id, attempt, result)])
         return done
 
-    async def succeed_each(self, conn: Any, items: Sequence[tuple[UUID, int, Any]]) -> list[Execution | None]:
-        """Record successes (id, attempt, result) in one statement: per item the execution it
-        changed, or None where the attempt may no longer succeed (and for an execution named
-        again later in `items`: the first of them applied, if any did)."""
-        changed = {e.id: e for e in await self.executions.succeed_many(conn, items, self.db.notify_channel)}
+    async def succeed_each(self, conn: Any, items: Sequence[tuple[UUID, int, Any]]) -> list[AttemptEnd | None]:
+        """Record successes (id, attempt, result) reported by completion callbacks (no HTTP
+        status: the call's reply was the 202) in one statement: per item the attempt it ended,
+        or None where the attempt may no longer succeed (and for an execution named again later
+        in `items`: the first of them applied, if any did)."""
+        done = await self.executions.succeed_attempts(conn, items, self.db.notify_channel)
+        changed = {a.execution.id: a for a in done}
         return [changed.pop(execution_id, None) for execution_id, _, _ in items]

@@ -1,4 +1,5 @@
-"""Response models of executions (DESIGN §4: "an execution is shown as …") and their logs."""
+"""Response models of executions (DESIGN §4: "an execution is shown as …"), their logs, attempts
+and transition events."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from typing import Any, Literal
 from pydantic import Field
 
 from app.api.fields import ResponseModel
+from app.domain.executions import EventType
 
 StateName = Literal["ENQUEUED", "PROCESSING", "SUCCEEDED", "FAILED", "CANCELLED", "ABANDONED", "DEAD_LETTER"]
+JobTypeName = Literal["DELAYED", "CRON", "BATCH"]
+EventTypeName = Literal[tuple(t.value for t in EventType)]  # type: ignore[valid-type]
 
 
 class ProgressOut(ResponseModel):
@@ -23,7 +27,7 @@ class ProgressOut(ResponseModel):
 class ExecutionOut(ResponseModel):
     id: str
     job_id: str
-    job_type: Literal["DELAYED", "CRON", "BATCH"]
+    job_type: JobTypeName
     handler: str
     queue: str
     state: StateName
@@ -60,4 +64,60 @@ class LogOut(ResponseModel):
 
 class LogPage(ResponseModel):
     items: list[LogOut]
+    next_cursor: str | None
+
+
+class AttemptOut(ResponseModel):
+    attempt: int = Field(description="zero-based")
+    state: Literal["PROCESSING", "SUCCEEDED", "FAILED", "ABANDONED", "CANCELLED"] = Field(
+        description="the attempt's own outcome (never DEAD_LETTER: the execution's state after its last "
+                    "attempt); PROCESSING while in flight. The last outcome wins: a late success after "
+                    "ABANDONED makes the attempt SUCCEEDED")
+    started_at: datetime = Field(description="when it was claimed")
+    ended_at: datetime | None = Field(description="when its outcome was recorded; null while in flight")
+    duration_ms: int | None = Field(description="ended_at - started_at; null while in flight")
+    node: str | None = Field(description="the node that made the call")
+    error_type: str | None = Field(description="of a FAILED or ABANDONED attempt")
+    error: str | None = Field(description="a FAILED or ABANDONED attempt's own error text (its first 2,000 "
+                                          "characters, then `…[truncated N chars]`)")
+    http_status: int | None = Field(description="the handler's status when its reply decided the outcome; null "
+                                                "for a connection error, an abandonment, a cancel, and an outcome "
+                                                "reported by callback after a 202")
+
+
+class AttemptList(ResponseModel):
+    items: list[AttemptOut]
+
+
+class TransitionEventOut(ResponseModel):
+    """The curated transition event (DESIGN §4): no payload, result, raw error text or parameters."""
+
+    execution_id: str
+    job_id: str
+    job_type: JobTypeName
+    queue: str
+    handler: str
+    new_state: StateName
+    attempt: int
+    max_attempts: int
+    error_type: str | None
+    scheduled_at: datetime
+    created_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+    metadata: Any
+    retry_at: datetime | None = Field(None, description="only on a failed or abandoned attempt that another "
+                                                        "follows: when that one is due")
+
+
+class EventOut(ResponseModel):
+    id: int = Field(description="the event's id; ids grow with time within one execution")
+    type: EventTypeName = Field(  # type: ignore[valid-type]
+        description="an attempt's outcome, its dead letter, or a user's action (execution.retried: a manual retry)")
+    occurred_at: datetime
+    data: TransitionEventOut
+
+
+class EventPage(ResponseModel):
+    items: list[EventOut]
     next_cursor: str | None

@@ -1,4 +1,4 @@
-"""GET/list executions, their logs, cancel, retry."""
+"""GET/list executions, their logs, attempts and events, cancel, retry."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from app.api.body import ManagementRoute
-from app.api.executions.models import ExecutionOut, ExecutionPage, LogPage, StateName
-from app.api.executions.views import execution_view, log_view
+from app.api.executions.models import AttemptList, EventPage, ExecutionOut, ExecutionPage, LogPage, StateName
+from app.api.executions.views import attempt_view, event_view, execution_view, log_view
 from app.api.fields import Name
 from app.api.responses import FastJSON, problems
 from app.api.services import services_of
@@ -54,6 +54,32 @@ async def execution_logs(
     s = services_of(request)
     page = await s.executions.logs(execution_id, limit, cursor)
     return FastJSON({"items": [log_view(e) for e in page.items], "next_cursor": page.next_cursor})
+
+
+@router.get("/{execution_id}/attempts", response_model=AttemptList, responses=problems(404, 422))
+async def execution_attempts(execution_id: UUID, request: Request) -> Response:
+    """One item per attempt dispatched, oldest first: its own outcome (SUCCEEDED, FAILED, ABANDONED,
+    CANCELLED; PROCESSING with `ended_at: null` while in flight), times, node, HTTP status and error.
+    A claim that was never dispatched (put back to ENQUEUED at the same attempt) is not an attempt."""
+    s = services_of(request)
+    return FastJSON({"items": [attempt_view(a) for a in await s.executions.attempts(execution_id)]})
+
+
+@router.get("/{execution_id}/events", response_model=EventPage, responses=problems(404, 422))
+async def execution_events(
+    execution_id: UUID,
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> Response:
+    """The execution's transition events, oldest first: attempt outcomes (`execution.succeeded`,
+    `.failed`, `.abandoned`, `.dead_lettered`) and user actions (`.cancelled`, `.retried`), each
+    `{id, type, occurred_at, data}` with `data` the curated event (no payload, result, error text or
+    parameters), plus `retry_at` on a failed or abandoned attempt that another follows. Inserts,
+    claims and re-enqueues are not listed. `limit` per page, pass `next_cursor` back as `cursor`."""
+    s = services_of(request)
+    page = await s.executions.events(execution_id, limit, cursor)
+    return FastJSON({"items": [event_view(e) for e in page.items], "next_cursor": page.next_cursor})
 
 
 @router.post("/{execution_id}/cancel", response_model=ExecutionOut, responses=problems(404, 409))

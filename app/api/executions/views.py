@@ -1,10 +1,11 @@
-"""Execution → the JSON shape of ExecutionOut; a log entry → LogOut."""
+"""Execution → the JSON shape of ExecutionOut; a log entry → LogOut; an attempt → AttemptOut; an
+event → EventOut."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from app.domain.executions import Execution
+from app.domain.executions import Attempt, Event, Execution
 from app.domain.logs import StoredLog
 
 
@@ -41,3 +42,14 @@ def execution_view(e: Execution) -> dict[str, Any]:
 def log_view(entry: StoredLog) -> dict[str, Any]:
     return {"attempt": entry.attempt, "level": entry.level.value, "message": entry.message,
             "logged_at": entry.logged_at}
+
+
+def attempt_view(a: Attempt) -> dict[str, Any]:
+    return {"attempt": a.attempt, "state": a.state.value, "started_at": a.started_at, "ended_at": a.ended_at,
+            "duration_ms": a.duration_ms, "node": a.node, "error_type": a.error_type, "error": a.error,
+            "http_status": a.http_status}
+
+
+def event_view(e: Event) -> dict[str, Any]:
+    # data as stored: the curated event is the same document wherever it is delivered.
+    return {"id": e.id, "type": e.type.value, "occurred_at": e.occurred_at, "data": e.data}

@@ -43,13 +43,17 @@ locked AS MATERIALIZED (
 -- fragment: succeed
 -- Record successes in one statement. Guarded per row: the attempt must be current, and a
 -- success wins over PROCESSING, ABANDONED, and a DEAD_LETTER reached by abandoning.
--- The batch comes as parallel arrays (results as JSON text): unnest() of a parameter is
--- estimated at 10 rows, so even the generic plan of this prepared statement looks rows up by
--- primary key. (jsonb_to_recordset is estimated at 100 rows: on a table of a few thousand rows
--- the generic plan scanned the whole table for every single completion.)
+-- The batch comes as parallel arrays (results as JSON text; http_statuses the handler's status
+-- when the success was its synchronous reply, NULL for a completion callback): unnest() of a
+-- parameter is estimated at 10 rows, so even the generic plan of this prepared statement looks
+-- rows up by primary key. (jsonb_to_recordset is estimated at 100 rows: on a table of a few
+-- thousand rows the generic plan scanned the whole table for every single completion.)
+-- The event row is typed execution.succeeded and carries, beside the curated event, the
+-- attempt it ends, its start, its node (claimed_by) and the HTTP status: the attempt history.
 WITH input AS (
-    SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:attempts AS int[]), CAST(:results AS text[]))
-        AS i(id, attempt, result)
+    SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:attempts AS int[]), CAST(:results AS text[]),
+                         CAST(:http_statuses AS int[]))
+        AS i(id, attempt, result, http_status)
 ), $locked, u AS (
     UPDATE job_executions e
     SET state = 'SUCCEEDED', result = CAST(input.result AS jsonb), completed_at = now(), updated_at = now(),
@@ -58,10 +62,12 @@ WITH input AS (
     WHERE e.id = input.id AND e.attempt = input.attempt
       AND (e.state = ANY(CAST(:from_states AS text[]))
            AND (e.state <> 'DEAD_LETTER' OR e.error_type LIKE 'abandoned\_%'))
-    RETURNING $E_COLUMNS
+    RETURNING $E_COLUMNS, e.claimed_by, input.http_status
 ), ev AS (
-    INSERT INTO job_events (execution_id, event)
-    SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u
+    INSERT INTO job_events (execution_id, event, type, attempt, started_at, node, http_status)
+    SELECT u.id, $EVENT(u, u.state, u.attempt), 'execution.succeeded', u.attempt, u.started_at, u.claimed_by,
+           u.http_status
+    FROM u
 ), health AS (
     -- A CRON fire that succeeds resets its schedule's failure count (db-scheduler's health).
     UPDATE job_schedules s SET last_success_at = now(), consecutive_failures = 0
@@ -76,9 +82,12 @@ WITH input AS (
 )
 
 -- name: executions_succeed
--- Successes, returning each execution as it now is (the completion callback answers with it).
+-- Successes, returning each execution as it now is (the completion callback answers with it)
+-- and the attempt each ended (ended_*: what its log line tells).
 $succeed
-SELECT $COLUMNS, (SELECT count(*) FROM wake) AS woke FROM u
+SELECT $COLUMNS, 'SUCCEEDED' AS ended_as, attempt AS ended_attempt, started_at AS ended_started_at,
+       claimed_by AS ended_node, completed_at AS ended_at, (SELECT count(*) FROM wake) AS woke
+FROM u
 
 -- name: executions_succeed_quietly
 -- Successes, returning only how many applied (the dispatcher's outcome batches need no more).
@@ -107,8 +116,14 @@ RETURNING e.id
 -- its schedule fires again). Guarded per row on state and attempt, and where `at_deadline` on the
 -- deadline having passed (database time; re-checked on the row as it is when locked, so a
 -- heartbeat that moved the deadline meanwhile wins and a stale timer abandons nothing). Events: the cause (with the ended
--- attempt's start, and now as its end), then the new state. A CRON row that ends DEAD_LETTER or
--- ABANDONED here counts against its schedule's health (consecutive_failures, last_failure_at).
+-- attempt's start, and now as its end), then the new state. The cause's row is typed
+-- execution.failed or execution.abandoned and carries, beside the curated event, the ended
+-- attempt, its start, its node (claimed_by), :http_status (NULL for a connection error or an
+-- abandonment) and :error, the attempt's own error text; the row after it is typed
+-- execution.dead_lettered (with the attempt) when the attempt ends DEAD_LETTER, and has no type
+-- when the row is re-enqueued. A CRON row that ends DEAD_LETTER or ABANDONED here counts against
+-- its schedule's health (consecutive_failures, last_failure_at). Each row returned names the
+-- attempt it ended (ended_*: what its log line tells).
 u AS (
     UPDATE job_executions e
     SET state = CASE WHEN t.again THEN 'ENQUEUED'
@@ -124,14 +139,21 @@ u AS (
     FROM t
     WHERE e.id = t.id AND e.attempt = t.attempt AND e.state = ANY(CAST(:from_states AS text[]))
       AND (NOT t.at_deadline OR e.deadline_at <= now())
-    RETURNING $E_COLUMNS, t.attempt AS ended_attempt, t.started_at AS ended_started_at
+    RETURNING $E_COLUMNS, t.attempt AS ended_attempt, t.started_at AS ended_started_at, e.claimed_by AS ended_node
 ), ev AS (
-    INSERT INTO job_events (execution_id, event)
-    SELECT u.id, $EVENT(u, x.state, x.attempt) || CASE WHEN x.ord = 1
+    INSERT INTO job_events (execution_id, event, type, attempt, started_at, node, http_status, error)
+    SELECT u.id, $EVENT(u, x.state, x.event_attempt) || CASE WHEN x.ord = 1
                THEN jsonb_build_object('started_at', u.ended_started_at, 'completed_at', now())
-               ELSE '{}' END
-    FROM u, LATERAL (VALUES (1, CAST(:cause AS text), u.ended_attempt),
-                            (2, u.state, u.attempt)) AS x(ord, state, attempt)
+               ELSE '{}' END,
+           x.type, x.attempt, x.started_at, x.node, x.http_status, x.error
+    FROM u, LATERAL (VALUES (1, CAST(:cause AS text), u.ended_attempt,
+                             CASE WHEN :cause = 'FAILED' THEN 'execution.failed' ELSE 'execution.abandoned' END,
+                             u.ended_attempt, u.ended_started_at, u.ended_node, CAST(:http_status AS int),
+                             CAST(:error AS text)),
+                            (2, u.state, u.attempt,
+                             CASE WHEN u.state = 'DEAD_LETTER' THEN 'execution.dead_lettered' END,
+                             CASE WHEN u.state = 'DEAD_LETTER' THEN u.attempt END, NULL, NULL, NULL, NULL))
+        AS x(ord, state, event_attempt, type, attempt, started_at, node, http_status, error)
     WHERE x.ord = 1 OR u.state <> :cause
     ORDER BY u.id, x.ord
 ), health AS (
@@ -142,7 +164,8 @@ u AS (
           WHERE job_type = 'CRON' AND state IN ('DEAD_LETTER', 'ABANDONED') GROUP BY job_id) AS c
     WHERE s.job_id = c.job_id
 )
-SELECT $COLUMNS FROM u
+SELECT $COLUMNS, CAST(:cause AS text) AS ended_as, ended_attempt, ended_started_at, ended_node, now() AS ended_at
+FROM u
 
 -- name: execution_fail
 -- One failed or abandoned attempt (a dispatch outcome or a handler's failure callback).
@@ -235,19 +258,32 @@ WHERE e.id = :id AND e.attempt = :attempt AND e.state = 'PROCESSING'
 RETURNING e.id
 
 -- name: execution_cancel
--- A user's cancel: ENQUEUED or PROCESSING → CANCELLED.
-WITH u AS (
-    UPDATE job_executions
-    SET state = 'CANCELLED', completed_at = now(), locked_by = NULL, updated_at = now()
+-- A user's cancel: ENQUEUED or PROCESSING → CANCELLED. Its event row is typed
+-- execution.cancelled; a cancel of a PROCESSING execution ends its attempt, so that row also
+-- carries the attempt, its start and its node (t reads the state it had, locked).
+WITH t AS (
+    SELECT id, state AS was FROM job_executions
     WHERE id = :id AND state = ANY(CAST(:from_states AS text[]))
-    RETURNING $COLUMNS
+    FOR UPDATE
+), u AS (
+    UPDATE job_executions e
+    SET state = 'CANCELLED', completed_at = now(), locked_by = NULL, updated_at = now()
+    FROM t
+    WHERE e.id = t.id AND e.state = ANY(CAST(:from_states AS text[]))
+    RETURNING $E_COLUMNS, t.was, e.claimed_by
 ), ev AS (
-    INSERT INTO job_events (execution_id, event) SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u
+    INSERT INTO job_events (execution_id, event, type, attempt, started_at, node)
+    SELECT u.id, $EVENT(u, u.state, u.attempt), 'execution.cancelled',
+           CASE WHEN u.was = 'PROCESSING' THEN u.attempt END,
+           CASE WHEN u.was = 'PROCESSING' THEN u.started_at END,
+           CASE WHEN u.was = 'PROCESSING' THEN u.claimed_by END
+    FROM u
 )
 SELECT $COLUMNS FROM u
 
 -- name: execution_retry_manually
 -- A user's retry of DEAD_LETTER or CANCELLED: a new attempt, due now, max_attempts raised if spent.
+-- Its event row is typed execution.retried (it ends no attempt: no attempt columns).
 WITH u AS (
     UPDATE job_executions
     SET state = 'ENQUEUED', attempt = attempt + 1, max_attempts = GREATEST(max_attempts, attempt + 2),
@@ -256,12 +292,65 @@ WITH u AS (
     WHERE id = :id AND state = ANY(CAST(:from_states AS text[]))
     RETURNING $COLUMNS
 ), ev AS (
-    INSERT INTO job_events (execution_id, event) SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u
+    INSERT INTO job_events (execution_id, event, type)
+    SELECT u.id, $EVENT(u, u.state, u.attempt), 'execution.retried' FROM u
 )
 SELECT $COLUMNS FROM u
 
 -- name: events_for_execution
+-- Every event row of an execution, typed or not (the whole trail, inserts and claims included).
 SELECT id, event, occurred_at FROM job_events WHERE execution_id = :id ORDER BY id
+
+-- name: execution_events_page
+-- GET /v1/executions/{id}/events: the typed rows (attempt outcomes and user actions; the rows of
+-- inserts, claims and re-enqueues have no type), oldest first, a page after the cursor's id
+-- (index ix_job_events_execution; within one execution, id order is commit order: its writes
+-- hold the row's lock). A failed or abandoned attempt that another follows gains retry_at, when
+-- that one is due: the event's own scheduled_at, the re-enqueued row's. None follows when the
+-- same attempt was dead-lettered, or for an abandoned CRON fire (its schedule fires again).
+SELECT ev.id, ev.type, ev.occurred_at,
+       ev.event || CASE
+           WHEN ev.type IN ('execution.failed', 'execution.abandoned')
+                AND NOT (ev.type = 'execution.abandoned' AND ev.event->>'job_type' = 'CRON')
+                AND NOT EXISTS (SELECT 1 FROM job_events d
+                                WHERE d.execution_id = ev.execution_id AND d.id > ev.id
+                                  AND d.type = 'execution.dead_lettered' AND d.attempt = ev.attempt)
+           THEN jsonb_build_object('retry_at', ev.event->'scheduled_at')
+           ELSE CAST('{}' AS jsonb) END AS data
+FROM job_events ev
+WHERE ev.execution_id = :id AND ev.id > :after AND ev.type IS NOT NULL
+ORDER BY ev.id
+LIMIT :limit
+
+-- name: execution_attempts
+-- GET /v1/executions/{id}/attempts, oldest first: one item per attempt dispatched, from the
+-- typed outcome rows that name an attempt's start (a cancel of an ENQUEUED execution ends no
+-- attempt). The LAST outcome row of an attempt wins: a late success after ABANDONED (or after a
+-- DEAD_LETTER reached by abandoning) makes that attempt SUCCEEDED. The attempt in flight is the
+-- execution itself: PROCESSING, started, no outcome row yet. A claim put back undispatched
+-- (PROCESSING → ENQUEUED, same attempt) wrote no outcome and is not PROCESSING: no attempt.
+WITH outcome AS (
+    SELECT DISTINCT ON (ev.attempt) ev.attempt, ev.type, ev.started_at, ev.occurred_at, ev.node,
+           ev.http_status, ev.error, ev.event->>'error_type' AS error_type
+    FROM job_events ev
+    WHERE ev.execution_id = :id AND ev.started_at IS NOT NULL
+      AND ev.type IN ('execution.succeeded', 'execution.failed', 'execution.abandoned', 'execution.cancelled')
+    ORDER BY ev.attempt, ev.id DESC
+)
+SELECT o.attempt,
+       CASE o.type WHEN 'execution.succeeded' THEN 'SUCCEEDED' WHEN 'execution.failed' THEN 'FAILED'
+                   WHEN 'execution.abandoned' THEN 'ABANDONED' ELSE 'CANCELLED' END AS state,
+       o.started_at, o.occurred_at AS ended_at, o.node,
+       -- The event's error_type is the execution's: only a failure or an abandonment set it.
+       CASE WHEN o.type IN ('execution.failed', 'execution.abandoned') THEN o.error_type END AS error_type,
+       o.error, o.http_status
+FROM outcome o
+UNION ALL
+SELECT e.attempt, 'PROCESSING', e.started_at, NULL, e.claimed_by, NULL, NULL, NULL
+FROM job_executions e
+WHERE e.id = :id AND e.state = 'PROCESSING' AND e.started_at IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM outcome o WHERE o.attempt = e.attempt)
+ORDER BY attempt
 
 -- name: notify
 -- Wake the dispatchers (delivered on commit; channel names carry the schema).

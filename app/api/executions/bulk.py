@@ -1,0 +1,90 @@
+"""DELETE /v1/executions/{id} and the bulk actions: POST /v1/executions/bulk-retry, /bulk-cancel
+and /bulk-delete (app/services/bulk.py: not atomic, safe to repeat)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+from fastapi import APIRouter, Request
+from pydantic import Field, Strict, model_validator
+from starlette.responses import Response
+
+from app.api.body import ManagementRoute
+from app.api.executions.models import StateName
+from app.api.fields import Name, ResponseModel, StrictModel
+from app.api.responses import FastJSON, problems
+from app.api.services import services_of
+from app.domain.states import JobState
+from app.services.bulk import MAX_LIMIT, BulkAction, BulkResult, BulkSelection
+
+router = APIRouter(prefix="/v1/executions", tags=["executions"], route_class=ManagementRoute)
+
+
+class BulkSelectionIn(StrictModel):
+    """Which executions: every filter given must match, and at least one is required. Only those
+    in a state the action changes are selected, oldest first, at most `limit`."""
+
+    state: StateName | None = Field(None, description="one state; it must be one the action changes")
+    queue: Name | None = None
+    handler: Name | None = None
+    job_id: Name | None = None
+    ids: list[UUID] | None = Field(None, max_length=MAX_LIMIT, description=f"at most {MAX_LIMIT:,} ids")
+    limit: Annotated[int, Strict(), Field(ge=1, le=MAX_LIMIT)] = Field(
+        MAX_LIMIT, description="the most executions this call selects")
+
+    @model_validator(mode="after")
+    def _a_filter(self) -> BulkSelectionIn:
+        if all(v is None for v in (self.state, self.queue, self.handler, self.job_id, self.ids)):
+            raise ValueError("give at least one of state, queue, handler, job_id, ids")
+        return self
+
+    def selection(self) -> BulkSelection:
+        return BulkSelection(state=None if self.state is None else JobState(self.state), queue=self.queue,
+                             handler=self.handler, job_id=self.job_id,
+                             ids=None if self.ids is None else tuple(self.ids))
+
+
+class BulkResultOut(ResponseModel):
+    matched: int = Field(description="executions selected: matching the filters, in a state the action changes, "
+                                     "at most `limit`")
+    changed: int = Field(description="of those, the ones the action changed (a row that moved meanwhile is "
+                                     "skipped)")
+    more: bool = Field(description="further executions match beyond `limit`: send the request again")
+
+
+def _view(result: BulkResult) -> dict[str, object]:
+    return {"matched": result.matched, "changed": result.changed, "more": result.more}
+
+
+async def _apply(request: Request, action: BulkAction, body: BulkSelectionIn) -> Response:
+    s = services_of(request)
+    return FastJSON(_view(await s.bulk.apply(action, body.selection(), body.limit)))
+
+
+@router.delete("/{execution_id}", status_code=204, responses=problems(404, 409))
+async def delete_execution(execution_id: UUID, request: Request) -> Response:
+    """Delete an execution in any state but ENQUEUED and PROCESSING (409), with its logs, steps and
+    events. Its idempotency key is free again."""
+    await services_of(request).purge.delete(execution_id)
+    return Response(status_code=204)
+
+
+@router.post("/bulk-retry", response_model=BulkResultOut)
+async def bulk_retry(body: BulkSelectionIn, request: Request) -> Response:
+    """DEAD_LETTER and CANCELLED executions → ENQUEUED now, each as a new attempt (as `/retry`);
+    those whose handler is no longer registered are skipped."""
+    return await _apply(request, BulkAction.RETRY, body)
+
+
+@router.post("/bulk-cancel", response_model=BulkResultOut)
+async def bulk_cancel(body: BulkSelectionIn, request: Request) -> Response:
+    """ENQUEUED and PROCESSING executions → CANCELLED (as `/cancel`)."""
+    return await _apply(request, BulkAction.CANCEL, body)
+
+
+@router.post("/bulk-delete", response_model=BulkResultOut)
+async def bulk_delete(body: BulkSelectionIn, request: Request) -> Response:
+    """Delete executions in any state but ENQUEUED and PROCESSING, with their logs, steps and events
+    (as `DELETE /v1/executions/{id}`)."""
+    return await _apply(request, BulkAction.DELETE, body)

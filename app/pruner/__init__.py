@@ -1,0 +1,1 @@
+"""The pruner loop: deleting finished executions once their retention has passed, on every node."""

@@ -1,0 +1,144 @@
+"""Bulk actions: retry, cancel or delete the executions matching a selection.
+
+Not atomic, and safe to repeat. The matching rows are selected first (oldest first, up to
+`limit`, among those in a state the action may change: cancel ENQUEUED and PROCESSING, retry
+DEAD_LETTER and CANCELLED, delete any other), then changed in transactions of at most
+BATCH_SIZE rows through the same guarded writes as the single routes. A row that moved meanwhile
+(finished, claimed, cancelled by someone else) is skipped, not an error: `changed` counts the
+writes that applied. Rows that were changed no longer match, so repeating the call until `more`
+is false works through a backlog larger than `limit`.
+
+Each batch takes its rows' locks in id order, the order of every other batch write (the
+dispatcher's outcomes, the coordinator's scans), so it waits for them rather than deadlocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import partial
+from uuid import UUID
+
+from app.db.database import Database
+from app.db.executions import ExecutionRepository
+from app.db.handlers import HandlerRepository
+from app.db.retention import PURGE_FROM, RetentionRepository
+from app.domain import states
+from app.domain.errors import FieldError, ValidationFailed
+from app.domain.executions import ListFilter
+from app.domain.states import JobState
+from app.services.retrying import retry_contention
+from app.services.wakeups import wake_for_freed_slots
+
+BATCH_SIZE = 500  # rows per transaction
+MAX_LIMIT = 10_000  # rows per call, and ids per selection
+
+
+class BulkAction(StrEnum):
+    RETRY = "retry"
+    CANCEL = "cancel"
+    DELETE = "delete"
+
+
+# The states each action changes (DESIGN §2): those of the single routes' guarded writes.
+ACTION_STATES: dict[BulkAction, tuple[JobState, ...]] = {
+    BulkAction.RETRY: tuple(states.MANUAL_RETRY_FROM),
+    BulkAction.CANCEL: tuple(states.CANCEL_FROM),
+    BulkAction.DELETE: tuple(PURGE_FROM),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class BulkSelection:
+    """Every filter given must match (at least one is required); `ids` None means any id."""
+
+    state: JobState | None = None
+    queue: str | None = None
+    handler: str | None = None
+    job_id: str | None = None
+    ids: tuple[UUID, ...] | None = None
+
+    def is_empty(self) -> bool:
+        return all(v is None for v in (self.state, self.queue, self.handler, self.job_id, self.ids))
+
+
+@dataclass(frozen=True, slots=True)
+class BulkResult:
+    matched: int  # rows selected (at most the limit)
+    changed: int  # writes that applied
+    more: bool  # further rows match beyond the limit
+
+
+class BulkService:
+    def __init__(self, db: Database, executions: ExecutionRepository | None = None,
+                 handlers: HandlerRepository | None = None, retention: RetentionRepository | None = None,
+                 batch_size: int = BATCH_SIZE) -> None:
+        self.db = db
+        self.executions = executions or ExecutionRepository()
+        self.handlers = handlers or HandlerRepository()
+        self.retention = retention or RetentionRepository()
+        self.batch_size = batch_size
+
+    async def apply(self, action: BulkAction, selection: BulkSelection, limit: int = MAX_LIMIT) -> BulkResult:
+        rows, more = await self._select(action, selection, limit)
+        apply = {BulkAction.RETRY: self._retry, BulkAction.CANCEL: self._cancel,
+                 BulkAction.DELETE: self._delete}[action]
+        changed = 0
+        for start in range(0, len(rows), self.batch_size):
+            # Locked in id order (see the module's docstring); batches still go oldest first.
+            batch = sorted(rows[start:start + self.batch_size])
+            changed += await retry_contention(partial(apply, batch))
+        return BulkResult(matched=len(rows), changed=changed, more=more)
+
+    async def retry(self, selection: BulkSelection, limit: int = MAX_LIMIT) -> BulkResult:
+        return await self.apply(BulkAction.RETRY, selection, limit)
+
+    async def cancel(self, selection: BulkSelection, limit: int = MAX_LIMIT) -> BulkResult:
+        return await self.apply(BulkAction.CANCEL, selection, limit)
+
+    async def delete(self, selection: BulkSelection, limit: int = MAX_LIMIT) -> BulkResult:
+        return await self.apply(BulkAction.DELETE, selection, limit)
+
+    async def _select(self, action: BulkAction, selection: BulkSelection,
+                      limit: int) -> tuple[list[tuple[UUID, str]], bool]:
+        if selection.is_empty():
+            raise ValidationFailed([FieldError("body", "give at least one of state, queue, handler, job_id, ids")])
+        if not 1 <= limit <= MAX_LIMIT:
+            raise ValidationFailed([FieldError("limit", f"must be 1..{MAX_LIMIT}")])
+        if selection.ids is not None and len(selection.ids) > MAX_LIMIT:
+            raise ValidationFailed([FieldError("ids", f"at most {MAX_LIMIT} ids")])
+        allowed = ACTION_STATES[action]
+        if selection.state is not None and selection.state not in allowed:
+            names = " or ".join(s.value for s in allowed)
+            raise ValidationFailed([FieldError("state", f"bulk-{action.value} changes only {names} executions")])
+        wanted = allowed if selection.state is None else (selection.state,)
+        filters = ListFilter(queue=selection.queue, handler=selection.handler, job_id=selection.job_id)
+        ids = None if selection.ids is None else sorted(set(selection.ids))
+        async with self.db.autocommit() as conn:
+            rows = await self.retention.select_for_bulk(conn, wanted, filters, ids, limit + 1)
+        return rows[:limit], len(rows) > limit
+
+    async def _cancel(self, batch: Sequence[tuple[UUID, str]]) -> int:
+        async with self.db.transaction() as conn:
+            done = [await self.executions.cancel(conn, execution_id) for execution_id, _ in batch]
+            # As the single cancel: a cancelled PROCESSING execution frees its slot at once.
+            await wake_for_freed_slots(self.db, self.executions, conn, done)
+        return sum(e is not None for e in done)
+
+    async def _retry(self, batch: Sequence[tuple[UUID, str]]) -> int:
+        async with self.db.transaction() as conn:
+            # As the single retry: the handlers are held until commit, so a handler being deleted
+            # cannot lose these jobs; an execution whose handler is gone is skipped.
+            present = await self.handlers.lock_for_enqueue(conn, sorted({h for _, h in batch}))
+            changed = 0
+            for execution_id, handler in batch:
+                if handler in present:
+                    changed += await self.executions.retry_manually(conn, execution_id) is not None
+            if changed:
+                await self.executions.notify(conn, self.db.notify_channel)  # once per batch, on commit
+        return changed
+
+    async def _delete(self, batch: Sequence[tuple[UUID, str]]) -> int:
+        async with self.db.transaction() as conn:
+            return len(await self.retention.delete(conn, [execution_id for execution_id, _ in batch]))
