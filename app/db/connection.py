@@ -30,6 +30,18 @@ def async_url(url: str) -> URL:
     raise ValueError(f"unsupported database URL scheme {parsed.drivername!r}: use postgresql://")
 
 
+def sqlalchemy_url(url: str) -> URL:
+    """The URL for SQLAlchemy's asyncpg dialect (alembic's migrations), which hands the query to
+    asyncpg.connect() as keyword arguments: libpq's `sslmode` is asyncpg's `ssl` there (asyncpg's
+    own DSN, asyncpg_dsn, takes `sslmode` as it is)."""
+    parsed = async_url(url)
+    if "sslmode" in parsed.query:
+        query = dict(parsed.query)
+        query["ssl"] = query.pop("sslmode")
+        parsed = parsed.set(query=query)
+    return parsed
+
+
 def asyncpg_dsn(url: str) -> str:
     """A DSN asyncpg accepts (a unix-socket directory comes as ?host=…)."""
     return async_url(url).set(drivername="postgresql").render_as_string(hide_password=False)

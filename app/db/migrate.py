@@ -12,7 +12,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 
-from app.db.connection import async_url, asyncpg_dsn, connect_args, server_settings
+from app.db.connection import asyncpg_dsn, connect_args, server_settings, sqlalchemy_url
 
 
 def script_location() -> Path:
@@ -29,7 +29,7 @@ def script_location() -> Path:
 def alembic_config(url: str, schema: str | None) -> Config:
     config = Config()
     config.set_main_option("script_location", str(script_location()))
-    config.attributes["url"] = async_url(url).render_as_string(hide_password=False)
+    config.attributes["url"] = sqlalchemy_url(url).render_as_string(hide_password=False)
     config.attributes["schema"] = schema
     config.attributes["connect_args"] = connect_args(schema)
     return config

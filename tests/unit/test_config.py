@@ -145,3 +145,13 @@ def test_explicit_public_url_wins_without_its_trailing_slash(monkeypatch: pytest
     monkeypatch.setenv("JOBWIRE_HOST", "0.0.0.0")
     monkeypatch.setenv("JOBWIRE_PUBLIC_URL", "https://jobs.example.com/")
     assert Settings().effective_public_url == "https://jobs.example.com"
+
+
+def test_a_database_url_with_sslmode_reaches_asyncpg_as_its_ssl_argument_in_migrations() -> None:
+    """SQLAlchemy's asyncpg dialect passes the query to asyncpg.connect(), which has no `sslmode`
+    (a TypeError at every migration); the pool's own DSN keeps libpq's spelling, which asyncpg parses."""
+    from app.db.connection import asyncpg_dsn, sqlalchemy_url
+
+    url = "postgresql://jobwire:pw@db.example:5432/jobs?sslmode=require"
+    assert dict(sqlalchemy_url(url).query) == {"ssl": "require"}
+    assert asyncpg_dsn(url).endswith("?sslmode=require")
