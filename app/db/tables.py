@@ -21,7 +21,7 @@ from sqlalchemy import (
     Text,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP, UUID
 
 metadata = MetaData(
     naming_convention={
@@ -199,9 +199,40 @@ job_handlers = Table(
     Column("timeout_seconds", Float),
     Column("max_concurrency", Integer),
     Column("stateful", Boolean, nullable=False, server_default=text("false")),
-    Column("secret", Text, nullable=False),
+    # Revision 20261201_0011: the signing secrets live in job_handler_secrets; this column is
+    # only read by nodes of the version before it (the newest secret), then dropped.
+    Column("secret", Text),
     Column("created_at", TS, nullable=False, server_default=NOW),
     Column("updated_at", TS, nullable=False, server_default=NOW),
+)
+
+# Revision 20261201_0011: a handler's signing secrets. Every active one (expires_at unset or in
+# the future) signs each dispatch, so a handler verifies with either while a secret is rotated.
+# `secret` is `whsec_…`, or that encrypted with JOBWIRE_SECRET_KEY (`jwenc1:…`).
+job_handler_secrets = Table(
+    "job_handler_secrets",
+    metadata,
+    Column("id", UUID(as_uuid=True), primary_key=True, server_default=text("jobwire_uuid7()")),
+    Column("handler", Text, ForeignKey("job_handlers.name", ondelete="CASCADE"), nullable=False),
+    Column("secret", Text, nullable=False),
+    Column("created_at", TS, nullable=False, server_default=NOW),
+    Column("expires_at", TS),
+)
+Index("ix_job_handler_secrets_handler", job_handler_secrets.c.handler, job_handler_secrets.c.created_at)
+
+# Revision 20261201_0011: API keys kept in the database (besides JOBWIRE_API_KEYS), stored only as
+# the SHA-256 of the key; scopes read | enqueue | operate | admin; queues, when set, limit the key.
+job_api_keys = Table(
+    "job_api_keys",
+    metadata,
+    Column("id", UUID(as_uuid=True), primary_key=True, server_default=text("jobwire_uuid7()")),
+    Column("name", Text, nullable=False),
+    Column("key_hash", Text, nullable=False, unique=True),
+    Column("scopes", ARRAY(Text), nullable=False),
+    Column("queues", ARRAY(Text)),
+    Column("created_at", TS, nullable=False, server_default=NOW),
+    CheckConstraint("cardinality(scopes) > 0 AND scopes <@ ARRAY['read', 'enqueue', 'operate', 'admin']",
+                    name="scopes"),
 )
 
 job_queues = Table(

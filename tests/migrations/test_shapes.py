@@ -17,7 +17,8 @@ from app.domain.schedules import Schedule
 # Result columns that are no column of job_executions, per function: what each computes.
 COMPUTED = {
     "jobwire_enqueue": {"ord", "created"},  # the item's position; inserted or found by its key
-    "jobwire_claim": {"seconds_left", "handler_url", "handler_secret"},  # deadline - now(); the handler's
+    # deadline - now(); the handler's URL, its newest signing secret and every active one
+    "jobwire_claim": {"seconds_left", "handler_url", "handler_secret", "handler_secrets"},
     "jobwire_enqueue_input": {"ord", "run_at", "delay_seconds"},  # the item as sent, before scheduled_at
 }
 

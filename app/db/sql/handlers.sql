@@ -2,14 +2,21 @@
 
 -- name: handler_upsert
 -- PUT semantics: the caller's definition replaces the stored one; the secret is minted on
--- insert only. (xmax = 0) tells an insert from an update.
-INSERT INTO job_handlers (name, url, timeout_seconds, max_concurrency, stateful, secret)
-VALUES (:name, :url, :timeout_seconds, :max_concurrency, :stateful, :secret)
-ON CONFLICT (name) DO UPDATE
-SET url = EXCLUDED.url, timeout_seconds = EXCLUDED.timeout_seconds,
-    max_concurrency = EXCLUDED.max_concurrency, stateful = EXCLUDED.stateful, updated_at = now()
-RETURNING name, url, timeout_seconds, max_concurrency, stateful, secret, created_at, updated_at,
-          (xmax = 0) AS created
+-- insert only, as the handler's first signing secret (job_handler_secrets; job_handlers.secret
+-- too, for nodes of the version before revision 20261201_0011). (xmax = 0) tells an insert from
+-- an update.
+WITH h AS (
+    INSERT INTO job_handlers (name, url, timeout_seconds, max_concurrency, stateful, secret)
+    VALUES (:name, :url, :timeout_seconds, :max_concurrency, :stateful, :secret)
+    ON CONFLICT (name) DO UPDATE
+    SET url = EXCLUDED.url, timeout_seconds = EXCLUDED.timeout_seconds,
+        max_concurrency = EXCLUDED.max_concurrency, stateful = EXCLUDED.stateful, updated_at = now()
+    RETURNING name, url, timeout_seconds, max_concurrency, stateful, secret, created_at, updated_at,
+              (xmax = 0) AS created
+), first_secret AS (
+    INSERT INTO job_handler_secrets (handler, secret) SELECT h.name, :secret FROM h WHERE h.created
+)
+SELECT name, url, timeout_seconds, max_concurrency, stateful, secret, created_at, updated_at, created FROM h
 
 -- name: handler_get
 SELECT name, url, timeout_seconds, max_concurrency, stateful, secret, created_at, updated_at

@@ -1,6 +1,8 @@
 -- The dispatcher's whole claim in one round trip: up to `n` due jobs, best first (priority DESC,
 -- scheduled_at), SKIP LOCKED, marked PROCESSING with their deadline and an event each; their
--- handler's URL and secret and the seconds left before the deadline come with them. locked_by
+-- handler's URL, its active signing secrets (newest first; handler_secret, the newest, is kept for
+-- nodes of the version before revision 20261201_0011) and the seconds left before the deadline
+-- come with them. locked_by
 -- and claimed_by name the claiming node: locked_by while its call is in flight (a 202 clears
 -- it), claimed_by until the next claim (the attempt history names the node of each attempt).
 --
@@ -22,7 +24,7 @@ CREATE OR REPLACE FUNCTION jobwire_claim(node text, n int, default_timeout float
 RETURNS TABLE (id uuid, job_id text, job_type text, handler text, queue text, attempt int, max_attempts int,
                payload jsonb, parameters jsonb, metadata jsonb, scheduled_at timestamptz,
                started_at timestamptz, deadline_at timestamptz, seconds_left float8,
-               handler_url text, handler_secret text)
+               handler_url text, handler_secret text, handler_secrets text[])
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $function$
@@ -97,11 +99,18 @@ BEGIN
                           e.created_at, e.started_at, e.completed_at, e.deadline_at
             ), ev AS (
                 INSERT INTO job_events (execution_id, event) SELECT u.id, jsonb_build_object('execution_id', u.id, 'job_id', u.job_id, 'job_type', u.job_type, 'queue', u.queue, 'handler', u.handler, 'new_state', u.state, 'attempt', u.attempt, 'max_attempts', u.max_attempts, 'error_type', u.error_type, 'scheduled_at', u.scheduled_at, 'created_at', u.created_at, 'started_at', u.started_at, 'completed_at', u.completed_at, 'metadata', u.metadata) FROM u
+            ), secrets AS (
+                -- The handlers' active signing secrets, newest first: one lookup per handler, not per row.
+                SELECT x.handler, array_agg(x.secret ORDER BY x.created_at DESC, x.id DESC) AS secrets
+                FROM job_handler_secrets x
+                WHERE x.handler IN (SELECT DISTINCT u.handler FROM u) AND (x.expires_at IS NULL OR x.expires_at > now())
+                GROUP BY x.handler
             )
             SELECT u.id, u.job_id, u.job_type, u.handler, u.queue, u.attempt, u.max_attempts, u.payload,
                    u.parameters, u.metadata, u.scheduled_at, u.started_at, u.deadline_at,
-                   CAST(EXTRACT(EPOCH FROM u.deadline_at - now()) AS float8), h.url, h.secret
+                   CAST(EXTRACT(EPOCH FROM u.deadline_at - now()) AS float8), h.url, k.secrets[1], k.secrets
             FROM u LEFT JOIN job_handlers h ON h.name = u.handler
+            LEFT JOIN secrets k ON k.handler = u.handler
             ORDER BY u.priority DESC, u.scheduled_at;
         ELSE
             RETURN QUERY
@@ -126,11 +135,18 @@ BEGIN
                           e.created_at, e.started_at, e.completed_at, e.deadline_at
             ), ev AS (
                 INSERT INTO job_events (execution_id, event) SELECT u.id, jsonb_build_object('execution_id', u.id, 'job_id', u.job_id, 'job_type', u.job_type, 'queue', u.queue, 'handler', u.handler, 'new_state', u.state, 'attempt', u.attempt, 'max_attempts', u.max_attempts, 'error_type', u.error_type, 'scheduled_at', u.scheduled_at, 'created_at', u.created_at, 'started_at', u.started_at, 'completed_at', u.completed_at, 'metadata', u.metadata) FROM u
+            ), secrets AS (
+                -- The handlers' active signing secrets, newest first: one lookup per handler, not per row.
+                SELECT x.handler, array_agg(x.secret ORDER BY x.created_at DESC, x.id DESC) AS secrets
+                FROM job_handler_secrets x
+                WHERE x.handler IN (SELECT DISTINCT u.handler FROM u) AND (x.expires_at IS NULL OR x.expires_at > now())
+                GROUP BY x.handler
             )
             SELECT u.id, u.job_id, u.job_type, u.handler, u.queue, u.attempt, u.max_attempts, u.payload,
                    u.parameters, u.metadata, u.scheduled_at, u.started_at, u.deadline_at,
-                   CAST(EXTRACT(EPOCH FROM u.deadline_at - now()) AS float8), h.url, h.secret
+                   CAST(EXTRACT(EPOCH FROM u.deadline_at - now()) AS float8), h.url, k.secrets[1], k.secrets
             FROM u LEFT JOIN job_handlers h ON h.name = u.handler
+            LEFT JOIN secrets k ON k.handler = u.handler
             ORDER BY u.priority DESC, u.scheduled_at;
         END IF;
         RETURN;
@@ -205,12 +221,19 @@ BEGIN
                       e.created_at, e.started_at, e.completed_at, e.deadline_at
         ), ev AS (
             INSERT INTO job_events (execution_id, event) SELECT u.id, jsonb_build_object('execution_id', u.id, 'job_id', u.job_id, 'job_type', u.job_type, 'queue', u.queue, 'handler', u.handler, 'new_state', u.state, 'attempt', u.attempt, 'max_attempts', u.max_attempts, 'error_type', u.error_type, 'scheduled_at', u.scheduled_at, 'created_at', u.created_at, 'started_at', u.started_at, 'completed_at', u.completed_at, 'metadata', u.metadata) FROM u
+        ), secrets AS (
+            -- The handlers' active signing secrets, newest first: one lookup per handler, not per row.
+            SELECT x.handler, array_agg(x.secret ORDER BY x.created_at DESC, x.id DESC) AS secrets
+            FROM job_handler_secrets x
+            WHERE x.handler IN (SELECT DISTINCT u.handler FROM u) AND (x.expires_at IS NULL OR x.expires_at > now())
+            GROUP BY x.handler
         )
         -- UPDATE … FROM returns rows in join order, not the CTE's: sort the batch here.
         SELECT u.id, u.job_id, u.job_type, u.handler, u.queue, u.attempt, u.max_attempts, u.payload,
                u.parameters, u.metadata, u.scheduled_at, u.started_at, u.deadline_at,
-               CAST(EXTRACT(EPOCH FROM u.deadline_at - now()) AS float8), h.url, h.secret
+               CAST(EXTRACT(EPOCH FROM u.deadline_at - now()) AS float8), h.url, k.secrets[1], k.secrets
         FROM u LEFT JOIN job_handlers h ON h.name = u.handler
+            LEFT JOIN secrets k ON k.handler = u.handler
         ORDER BY u.priority DESC, u.scheduled_at;
     ELSE
         RETURN QUERY
@@ -280,12 +303,19 @@ BEGIN
                       e.created_at, e.started_at, e.completed_at, e.deadline_at
         ), ev AS (
             INSERT INTO job_events (execution_id, event) SELECT u.id, jsonb_build_object('execution_id', u.id, 'job_id', u.job_id, 'job_type', u.job_type, 'queue', u.queue, 'handler', u.handler, 'new_state', u.state, 'attempt', u.attempt, 'max_attempts', u.max_attempts, 'error_type', u.error_type, 'scheduled_at', u.scheduled_at, 'created_at', u.created_at, 'started_at', u.started_at, 'completed_at', u.completed_at, 'metadata', u.metadata) FROM u
+        ), secrets AS (
+            -- The handlers' active signing secrets, newest first: one lookup per handler, not per row.
+            SELECT x.handler, array_agg(x.secret ORDER BY x.created_at DESC, x.id DESC) AS secrets
+            FROM job_handler_secrets x
+            WHERE x.handler IN (SELECT DISTINCT u.handler FROM u) AND (x.expires_at IS NULL OR x.expires_at > now())
+            GROUP BY x.handler
         )
         -- UPDATE … FROM returns rows in join order, not the CTE's: sort the batch here.
         SELECT u.id, u.job_id, u.job_type, u.handler, u.queue, u.attempt, u.max_attempts, u.payload,
                u.parameters, u.metadata, u.scheduled_at, u.started_at, u.deadline_at,
-               CAST(EXTRACT(EPOCH FROM u.deadline_at - now()) AS float8), h.url, h.secret
+               CAST(EXTRACT(EPOCH FROM u.deadline_at - now()) AS float8), h.url, k.secrets[1], k.secrets
         FROM u LEFT JOIN job_handlers h ON h.name = u.handler
+            LEFT JOIN secrets k ON k.handler = u.handler
         ORDER BY u.priority DESC, u.scheduled_at;
     END IF;
 END
