@@ -19,7 +19,7 @@ from typing import Any
 
 import aiohttp
 
-from bench import baseline, drain, enqueue, latency, report
+from bench import baseline, drain, enqueue, latency, report, scale
 from bench.pg import Server
 from bench.pgbench_limit import SCENARIOS, run_scenario
 from bench.processes import start_handler, start_jobwire
@@ -36,6 +36,8 @@ SUMMARY_KEYS = {
 }
 # The Jobwire steps --only can name (besides claim_cost and drain_rss), in the order they run.
 STEPS = tuple(SUMMARY_KEYS)
+# The scale steps (bench/scale.py), after the claim cost, each on databases and nodes of its own.
+SCALE_STEPS = ("counts", "saturation", "drain_pruning", "claim_history")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -56,11 +58,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--claim-batch", type=int, default=64, help="jobs per timed claim (default 64)")
     p.add_argument("--claim-reps", type=int, default=200)
     p.add_argument("--pgbench-seconds", type=int, default=10)
+    p.add_argument("--counts-rows", type=int, default=1_000_000,
+                   help="counts: SUCCEEDED rows of history (default 1000000)")
+    p.add_argument("--counts-requests", type=int, default=200,
+                   help="counts: requests per endpoint and database (default 200)")
+    p.add_argument("--prune-rows", type=int, default=1_000_000,
+                   help="drain_pruning: old SUCCEEDED rows the pruner deletes (default 1000000)")
+    p.add_argument("--history-rows", type=int, default=10_000_000,
+                   help="claim_history: SUCCEEDED rows of history (default 10000000)")
+    p.add_argument("--history-backlog", type=int, default=1000,
+                   help="claim_history: ENQUEUED rows beside the history (default 1000)")
     p.add_argument("--skip-peers", action="store_true", help="no PgQueuer, Procrastinate or pgbench")
     p.add_argument("--quick", action="store_true", help="a smoke run: 1 run, 1,000 jobs, small claim table")
     p.add_argument("--only", default=None,
-                   help="comma-separated Jobwire steps to run (of: " + ", ".join(STEPS) + "); implies --skip-peers "
-                        "and no claim-cost or RSS drain unless named")
+                   help="comma-separated Jobwire steps to run (of: " + ", ".join(STEPS + SCALE_STEPS) +
+                        ", claim_cost, drain_rss); implies --skip-peers")
     p.add_argument("--baseline", metavar="REF", default=None,
                    help="also run the commit REF (any git ref) from a worktree of its own, step by step beside the "
                         "current checkout, and compare every figure within noise; implies --skip-peers")
@@ -70,15 +82,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.only:
         args.only = [s.strip() for s in args.only.split(",") if s.strip()]
-        unknown = set(args.only) - set(STEPS) - {"claim_cost", "drain_rss"}
+        unknown = set(args.only) - set(STEPS) - set(SCALE_STEPS) - {"claim_cost", "drain_rss"}
         if unknown:
             p.error(f"--only: unknown steps {sorted(unknown)}")
         args.skip_peers = True
+        if args.baseline and set(args.only) & set(SCALE_STEPS):
+            p.error("--baseline: the scale steps (" + ", ".join(SCALE_STEPS) + ") run on the current checkout only")
     if args.baseline:
         args.skip_peers = True
     if args.quick:
         args.runs, args.jobs, args.latency_jobs, args.rss_jobs = 1, 1000, 50, 2000
         args.claim_rows, args.claim_reps, args.pgbench_seconds = 20_000, 20, 3
+        args.counts_rows, args.counts_requests, args.prune_rows, args.history_rows = 20_000, 20, 20_000, 20_000
     return args
 
 
@@ -87,6 +102,8 @@ def log(msg: str) -> None:
 
 
 def wanted(args: argparse.Namespace, step: str) -> bool:
+    if step in SCALE_STEPS and args.baseline:
+        return False  # judged against their own targets, on the current checkout only
     return args.only is None or step in args.only
 
 
@@ -243,7 +260,11 @@ async def run(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     try:
         log(f"PostgreSQL: {'embedded' if server.embedded else 'external'}; Jobwire: {args.runs} run(s), N={args.jobs}"
             + (f", against the baseline {args.baseline}" if base else ""))
-        figures, peers = await measure(server, args, sides)
+        if any(wanted(args, step) for step in STEPS + ("drain_rss",)) or not args.skip_peers:
+            figures, peers = await measure(server, args, sides)
+        else:  # only claim_cost or scale steps: no node for the usual steps
+            figures = {side.name: summarise_side({}, None) for side in sides}
+            peers = {"skipped": True}
         if wanted(args, "claim_cost"):
             sizes = (1000, args.claim_rows)
             log(f"claim cost: 1,000 vs {args.claim_rows:,} ENQUEUED rows, {args.claim_reps} claims of "
@@ -260,6 +281,10 @@ async def run(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
                                                          args.runs, log)
                 for name, cc in claims.items():
                     figures[name]["claim_cost"] = cc
+        if base is not None and args.only is None:
+            log("--baseline: the scale steps (" + ", ".join(SCALE_STEPS) + ") are skipped")
+        figures["current"].update(await scale.run_steps(server, args, [s for s in SCALE_STEPS if wanted(args, s)],
+                                                        log))
         conn_version = await _server_version(server)
     finally:
         await server.drop_all()
@@ -271,6 +296,8 @@ async def run(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
             "command": "python -m bench " + shlex.join(argv),
             "jobs": args.jobs, "runs": args.runs, "latency_jobs": args.latency_jobs, "rss_jobs": args.rss_jobs,
             "claim_rows": args.claim_rows, "claim_batch": args.claim_batch, "claim_reps": args.claim_reps,
+            "counts_rows": args.counts_rows, "counts_requests": args.counts_requests, "prune_rows": args.prune_rows,
+            "history_rows": args.history_rows, "history_backlog": args.history_backlog,
             "jobwire_concurrency": args.concurrency, "enqueue_clients": args.clients,
             "cpu_count": os.cpu_count(), "load_average_before": [round(x, 2) for x in load_before],
             "load_average_after": [round(x, 2) for x in os.getloadavg()],

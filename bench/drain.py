@@ -4,12 +4,19 @@ PROCESSING (a 25 ms poller on the database, as the peers are timed). jobs/s = N 
 
 Modes: "sync" (the handler answers 200) and "callback" (202, then POST …/complete from the
 handler process). Lost = N − SUCCEEDED; dispatched twice = executions the handler itself saw
-more than once. The Jobwire process's peak RSS is sampled throughout."""
+more than once. The Jobwire process's peak RSS is sampled throughout.
+
+A `probe` (the scale steps: bench/saturation.py, bench/drain_pruning.py) wraps the enqueue and
+the drain in windows of its own (`probe.window("enqueue")`, `probe.window("drain")`: what
+PostgreSQL spent, how many history rows the pruner deleted meanwhile) and, with `probe.vacuum`,
+times a VACUUM of the tables the drain wrote (`probe.window("vacuum")`) before the rows are cleared."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import nullcontext
+from typing import Any
 
 import aiohttp
 
@@ -21,30 +28,45 @@ from bench.target import CALLBACK_HANDLER, SYNC_HANDLER, Target, enqueue_batches
 HANDLERS = {"sync": SYNC_HANDLER, "callback": CALLBACK_HANDLER}
 
 
-async def drain(t: Target, mode: str, n: int, run: int, timeout: float = 900) -> dict:
+def _no_window(_phase: str) -> Any:
+    return nullcontext()
+
+
+async def drain(t: Target, mode: str, n: int, run: int, timeout: float = 900, probe: Any = None,
+                clear: bool = True) -> dict:
+    """One drain of n jobs (module docstring). `clear=False` leaves the rows (a database about to
+    be dropped: drain_pruning)."""
     queue = f"bench-drain-{mode}-{run}"
+    window = probe.window if probe is not None else _no_window
     conn = await jobwire_db.connect(t.dsn, t.schema)
     try:
         async with aiohttp.ClientSession() as http:
             await set_paused(http, t, queue, True)
-            await enqueue_batches(http, t, HANDLERS[mode], queue, n)
+            async with window("enqueue"):
+                await enqueue_batches(http, t, HANDLERS[mode], queue, n)
             await conn.execute("VACUUM ANALYZE job_executions")
             await handler_call(http, t, "POST", "/reset")
-            with PeakRss(t.jobwire_pid) as rss, CpuShare(jobwire=t.jobwire_pid, handler=t.handler_pid) as cpu:
-                resumed = time.time()
-                await set_paused(http, t, queue, False)
-                deadline = time.monotonic() + timeout
-                while True:
-                    if await jobwire_db.pending(conn, queue) is False:
-                        emptied = time.time()
-                        break
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"{mode} drain of {n} not done after {timeout}s")
-                    await asyncio.sleep(0.025)
+            async with window("drain"):
+                with PeakRss(t.jobwire_pid) as rss, CpuShare(jobwire=t.jobwire_pid, handler=t.handler_pid) as cpu:
+                    resumed = time.time()
+                    await set_paused(http, t, queue, False)
+                    deadline = time.monotonic() + timeout
+                    while True:
+                        if await jobwire_db.pending(conn, queue) is False:
+                            emptied = time.time()
+                            break
+                        if time.monotonic() > deadline:
+                            raise RuntimeError(f"{mode} drain of {n} not done after {timeout}s")
+                        await asyncio.sleep(0.025)
             stats = await handler_call(http, t, "GET", "/stats")
         counts = await jobwire_db.state_counts(conn, queue)
+        if probe is not None and getattr(probe, "vacuum", False):
+            async with window("vacuum"):  # the dead row versions the drain left, as autovacuum would clear them
+                await conn.execute("VACUUM job_executions")
+                await conn.execute("VACUUM job_events")
     finally:
-        await jobwire_db.clear_queue(conn, queue)
+        if clear:
+            await jobwire_db.clear_queue(conn, queue)
         await conn.close()
     first = stats["first_at"] or resumed
     seconds = emptied - first

@@ -74,11 +74,13 @@ def app_env(app_root: Path | None) -> dict[str, str]:
 
 
 async def start_jobwire(database_url: str, schema: str | None, concurrency: int | None,
-                        app_root: Path | None = None) -> Child:
+                        app_root: Path | None = None, settings: dict[str, str] | None = None) -> Child:
     """One `jobwire serve` process (the console script beside this interpreter) on a free port,
     migrating its database at start-up; JOBWIRE_* of the caller's environment are not passed on.
     With `app_root` (--baseline), that tree is first on PYTHONPATH and the working directory:
-    its app/ (and the migrations beside it) is what the process imports, not the editable install's."""
+    its app/ (and the migrations beside it) is what the process imports, not the editable install's.
+    `settings`: more JOBWIRE_* variables for this process (the scale steps: retention, pruning,
+    the queues it claims from)."""
     port = free_port()
     env = app_env(app_root)
     env.update(JOBWIRE_PORT=str(port), JOBWIRE_DATABASE_URL=database_url, JOBWIRE_NODE_NAME="bench")
@@ -86,6 +88,7 @@ async def start_jobwire(database_url: str, schema: str | None, concurrency: int 
         env["JOBWIRE_DB_SCHEMA"] = schema
     if concurrency:
         env["JOBWIRE_CONCURRENCY"] = str(concurrency)
+    env.update(settings or {})
     exe = Path(sys.executable).parent / "jobwire"
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "app.cli"]
     proc = subprocess.Popen([*cmd, "serve", "--log-level", "warning"], env=env, cwd=app_root)

@@ -1,5 +1,5 @@
 """The summary: Jobwire's figures, the peers' and PostgreSQL's beside them, the ratios, and the
-targets of issue 7 each marked met or not."""
+targets (issue 7's, and the operations issue's counts and scale) each marked met or not."""
 
 from __future__ import annotations
 
@@ -47,6 +47,33 @@ def _rss_peak(jw: dict) -> float | None:
     return (jw.get("drain_rss") or {}).get("peak_rss_mb") or jw.get("peak_rss_mb")
 
 
+ISSUE_7 = "issue 7"
+SCALE = "operations: counts and scale"
+
+
+def _size(result: dict, step: str, key: str, meta_key: str) -> int:
+    return _get(result, "jobwire", step, key) or _get(result, "meta", meta_key) or 0
+
+
+def scale_targets(result: dict) -> list[tuple[str, Any, str, float]]:
+    jw = result["jobwire"]
+    counts_rows = _size(result, "counts", "rows", "counts_rows")
+    prune_rows = _size(result, "drain_pruning", "history_rows", "prune_rows")
+    jobs = _size(result, "drain_pruning", "jobs", "jobs")
+    history_rows = _size(result, "claim_history", "history_rows", "history_rows")
+    return [
+        (f"GET /v1/queues p50 ≤ 10 ms, {counts_rows:,} finished rows",
+         _get(jw, "counts", "history", "queues", "p50_ms"),
+         "<=", 10.0),
+        (f"GET /metrics p50 ≤ 10 ms, {counts_rows:,} finished rows", _get(jw, "counts", "history", "metrics", "p50_ms"),
+         "<=", 10.0),
+        (f"drain of {jobs:,} while pruning {prune_rows:,} ≥ 0.8× without",
+         _get(jw, "drain_pruning", "ratio_with_to_without"), ">=", 0.8),
+        (f"claim with {history_rows:,} rows of history ≤ 1.2× none",
+         _get(jw, "claim_history", "ratio_large_to_small"), "<=", 1.2),
+    ]
+
+
 def targets(result: dict) -> list[dict[str, Any]]:
     jw, r = result["jobwire"], result["ratios"]
     rows = [
@@ -61,9 +88,10 @@ def targets(result: dict) -> list[dict[str, Any]]:
         (f"peak RSS while draining {_rss_jobs(jw):,} ≤ 200 MB", _rss_peak(jw), "<=", 200.0),
     ]
     out = []
-    for name, value, op, bound in rows:
-        met = None if value is None else (value >= bound if op == ">=" else value <= bound)
-        out.append({"target": name, "value": value, "bound": bound, "met": met})
+    for group, group_rows in ((ISSUE_7, rows), (SCALE, scale_targets(result))):
+        for name, value, op, bound in group_rows:
+            met = None if value is None else (value >= bound if op == ">=" else value <= bound)
+            out.append({"target": name, "value": value, "bound": bound, "met": met, "group": group})
     return out
 
 
@@ -75,8 +103,14 @@ def _fmt(value: Any, digits: int = 0) -> str:
     return str(value)
 
 
+USUAL = ("enqueue_single", "enqueue_batch", "drain_sync", "drain_callback", "idle_latency", "claim_cost", "drain_rss")
+
+
 def table(result: dict) -> str:
     jw, peers = result["jobwire"], result["peers"]
+    if not any(jw.get(k) for k in USUAL) and peers.get("skipped"):  # --only with scale steps alone
+        return "\n".join([f"scale steps (median of {result['meta']['runs']} where repeated)",
+                           *scale_table(jw), *_targets(result, (SCALE,))])
     pgq, proc, pg = (peers.get(k) for k in ("pgqueuer", "procrastinate", "postgres"))
     lines = [
         f"{'measure (median of ' + str(result['meta']['runs']) + ')':48s}{'Jobwire':>12s}{'PgQueuer':>12s}"
@@ -124,9 +158,85 @@ def table(result: dict) -> str:
                             ("L50", "PostgreSQL limit L50: claim 50 + bulk complete, 4 cl.")):
             lines.append(f"{label:52s}{_fmt(_get(pg, name, 'jobs_per_s')):>10s} jobs/s"
                          f"  (Jobwire sync = {_fmt(_ratio(sync, _get(pg, name, 'jobs_per_s')), 2)}×)")
-    lines.append("")
-    lines.append("targets (issue 7):")
-    for t in result["targets"]:
-        mark = {True: "met", False: "NOT met", None: "n/a"}[t["met"]]
-        lines.append(f"  {t['target']:50s}{_fmt(t['value'], 2):>10s}  {mark}")
+    lines.extend(scale_table(jw))
+    has_scale = any(jw.get(k) for k in ("counts", "drain_pruning", "claim_history", "saturation"))
+    lines.extend(_targets(result, (ISSUE_7, SCALE) if has_scale else (ISSUE_7,)))
     return "\n".join(lines)
+
+
+def _targets(result: dict, groups: tuple[str, ...]) -> list[str]:
+    lines: list[str] = []
+    for group in groups:
+        lines.append("")
+        lines.append(f"targets ({group}):")
+        for t in result["targets"]:
+            if t.get("group", ISSUE_7) == group:
+                mark = {True: "met", False: "NOT met", None: "n/a"}[t["met"]]
+                lines.append(f"  {t['target']:58s}{_fmt(t['value'], 2):>10s}  {mark}")
+    return lines
+
+
+def scale_table(jw: dict) -> list[str]:
+    """The scale steps' lines (those that ran)."""
+    lines: list[str] = []
+    counts = jw.get("counts")
+    if counts:
+        lines += ["", f"{'counts: ' + format(counts['rows'], ',') + ' finished rows vs none':48s}"
+                      f"{'history':>22s}{'empty':>22s}{'× p50':>8s}"]
+        for endpoint, label in (("queues", "GET /v1/queues"), ("metrics", "GET /metrics")):
+            h, e = counts["history"][endpoint], counts["empty"][endpoint]
+            lines.append(f"{'  ' + label + ' p50 / p95 / max (ms)':48s}"
+                         f"{_fmt(h['p50_ms'], 2) + ' / ' + _fmt(h['p95_ms'], 2) + ' / ' + _fmt(h['max_ms'], 1):>22s}"
+                         f"{_fmt(e['p50_ms'], 2) + ' / ' + _fmt(e['p95_ms'], 2) + ' / ' + _fmt(e['max_ms'], 1):>22s}"
+                         f"{_fmt(counts['ratio_history_to_empty'][endpoint], 2):>8s}")
+        lines.append(f"{'  same answer on both / queues listed':48s}{str(counts['same_answer']):>22s}"
+                     f"{counts['queues_listed']:>22d}")
+    dp = jw.get("drain_pruning")
+    if dp:
+        title = f"drain of {dp['jobs']:,}, pruner on {dp['history_rows']:,} old rows"
+        lines += ["", f"{title:48s}"
+                      f"{'with':>12s}{'without':>12s}{'× with':>8s}"]
+        lines.append(f"{'  sync drain (jobs/s, median of pairs)':48s}{_fmt(dp['with']['jobs_per_s']):>12s}"
+                     f"{_fmt(dp['without']['jobs_per_s']):>12s}{_fmt(dp['ratio_with_to_without'], 2):>8s}")
+        pairs = ", ".join(_fmt(x, 2) for x in dp["pair_ratios"])
+        pruned = ", ".join(_fmt(x) for x in dp["with"]["pruned_during_drain"])
+        lines.append(f"{'  pair by pair (with ÷ without)':48s}{pairs}")
+        lines.append(f"{'  rows the pruner deleted during each drain':48s}{pruned}")
+        lines.append(f"{'  lost / dispatched twice (all runs)':48s}{dp['lost_total']} / {dp['dispatched_twice_total']}")
+        if dp.get("note"):
+            lines.append(f"  NOTE: {dp['note']}")
+        alone = dp.get("pruner_alone")
+        if alone:
+            drop = alone["drop_events_table"]
+            lines.append(f"{'  pruner alone: rows/s; PG CPU µs, WAL B a row':48s}{_fmt(alone['pruned_per_s'])}, "
+                         f"{_fmt(alone['postgres_cpu_us_per_pruned_row'])}, {_fmt(alone['wal_bytes_per_pruned_row'])}")
+            lines.append(f"{'  DROP TABLE job_events: rows; s, WAL B':48s}{_fmt(drop['rows'])}, "
+                         f"{_fmt(drop['seconds'], 3)}, {_fmt(drop['wal_bytes'])}")
+    ch = jw.get("claim_history")
+    if ch:
+        small, large = ch["sizes"]["0"], ch["sizes"][str(ch["history_rows"])]
+        label = f"claim of {ch['batch']}, median ms: no history / {ch['history_rows']:,}"
+        lines += ["", f"{label:48s}{_fmt(small['median_ms'], 2)} / {_fmt(large['median_ms'], 2)}"
+                      f"  (× {_fmt(ch['ratio_large_to_small'], 2)}; p95 {_fmt(small['p95_ms'], 2)} / "
+                      f"{_fmt(large['p95_ms'], 2)}; backlog {ch['backlog']:,})"]
+    sat = jw.get("saturation")
+    if sat:
+        lines += ["", f"{'PostgreSQL per job (saturation, N=' + format(sat['jobs'], ',') + ')':48s}"
+                      f"{'PG CPU s/1k':>12s}{'WAL B/job':>11s}{'FPI':>6s}{'jobs/s/core':>12s}{'WAL MB/s':>10s}"
+                      f"{'JW CPU s/1k':>12s}"]
+
+        def sat_row(label: str, f: dict) -> None:
+            fpi = f.get("wal_fpi_share")
+            lines.append(f"{'  ' + label:48s}{_fmt(f.get('postgres_cpu_s_per_1000_jobs'), 3):>12s}"
+                         f"{_fmt(f.get('wal_bytes_per_job')):>11s}{'—' if fpi is None else f'{fpi:.0%}':>6s}"
+                         f"{_fmt(f.get('jobs_per_s_per_postgres_core')):>12s}"
+                         f"{_fmt(f.get('wal_mb_per_s_per_core'), 1):>10s}"
+                         f"{_fmt(f.get('jobwire_cpu_s_per_1000_jobs'), 3):>12s}")
+
+        for mode in ("sync", "callback"):
+            m = sat[mode]
+            sat_row(f"{mode} ({_fmt(m['jobs_per_s'])} jobs/s): drain alone", m["drain"])
+            sat_row(f"{mode}: enqueue (batch) + drain", m["enqueue_drain"])
+            sat_row(f"{mode}: enqueue + drain + vacuum", m["enqueue_drain_vacuum"])
+        sat_row(f"single enqueue (POST /v1/jobs, {sat['enqueue_single']['jobs']:,} jobs)", sat["enqueue_single"])
+    return lines

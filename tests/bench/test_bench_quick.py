@@ -1,5 +1,6 @@
 """The benchmark harness works: `python -m bench --quick --skip-peers` runs end to end and
-writes every figure. No speed is asserted (figures depend on the machine); only that each one
+writes every figure, the scale steps' (counts, saturation, drain_pruning, claim_history) at their
+--quick sizes included. No speed is asserted (figures depend on the machine); only that each one
 was measured, and that the drains lost nothing and dispatched nothing twice."""
 
 from __future__ import annotations
@@ -45,5 +46,63 @@ def test_quick_run_writes_every_figure(tmp_path):
         assert "Update on job_executions" in plans and "ix_job_executions_claim_all" in plans, plans
     assert jw["claim_cost"]["ratio_large_to_small"] > 0
     assert set(result["ratios"]) >= {"drain_sync_vs_pgqueuer_default", "drain_callback_vs_drain_sync"}
-    assert len(result["targets"]) == 9
+    assert len(result["targets"]) == 13
     assert "Jobwire" in proc.stdout and "targets (issue 7)" in proc.stdout
+    assert "targets (operations: counts and scale)" in proc.stdout
+    check_scale_figures(result)
+
+
+def check_scale_figures(result: dict) -> None:
+    """The figures of the scale steps (bench/scale.py) at --quick sizes."""
+    jw, meta = result["jobwire"], result["meta"]
+
+    counts = jw["counts"]  # GET /v1/queues and /metrics, history beside none
+    assert counts["rows"] == meta["counts_rows"] == 20_000
+    assert counts["history"]["fill"]["rows"] == 20_000 and counts["empty"]["fill"]["rows"] == 0
+    for side in ("history", "empty"):
+        assert counts[side]["fill"]["live_rows"] == 3000
+        for endpoint in ("queues", "metrics"):
+            f = counts[side][endpoint]
+            assert f["requests"] == meta["counts_requests"]
+            assert 0 < f["p50_ms"] <= f["p95_ms"] <= f["max_ms"]
+        assert "job_executions" in counts[side]["plan"]
+    assert counts["ratio_history_to_empty"]["queues"] > 0 and counts["ratio_history_to_empty"]["metrics"] > 0
+    assert counts["same_answer"] is True and counts["queues_listed"] == 10  # the live queues, not the history's
+
+    sat = jw["saturation"]  # PostgreSQL CPU and WAL per job
+    for mode in ("sync", "callback"):
+        assert sat[mode]["lost_total"] == 0 and sat[mode]["dispatched_twice_total"] == 0
+        for name in ("drain", "enqueue_drain", "enqueue_drain_vacuum"):
+            f = sat[mode][name]
+            assert f["wal_bytes_per_job"] > 0, (mode, name, f)
+            assert f["postgres_cpu_s_per_1000_jobs"] is not None, (mode, name, f)
+        assert sat[mode]["enqueue_drain"]["wal_bytes_per_job"] > sat[mode]["drain"]["wal_bytes_per_job"]
+    assert sat["enqueue_single"]["wal_bytes_per_job"] > 0
+
+    dp = jw["drain_pruning"]  # the drain with and without the pruner at work
+    assert dp["jobs"] == meta["jobs"] and dp["history_rows"] == meta["prune_rows"] == 20_000
+    assert len(dp["with"]["runs"]) == len(dp["without"]["runs"]) == meta["runs"]
+    assert dp["without"]["jobs_per_s"] > 0 and dp["without"]["pruned_during_drain"] == [0]
+    assert all(r["pruned_before_drain"] > 0 for r in dp["with"]["runs"])  # the pruner was at work
+    if dp["with_runs_pruning_nothing"]:  # a drain between two batches: no ratio, and the result says so
+        assert "note" in dp
+    else:
+        assert dp["ratio_with_to_without"] > 0 and dp["with"]["pruned_during_drain"][0] > 0
+    assert dp["lost_total"] == 0 and dp["dispatched_twice_total"] == 0
+    assert dp["pruner_alone"]["pruned"] > 0 and dp["pruner_alone"]["wal_bytes_per_pruned_row"] > 0
+
+    ch = jw["claim_history"]  # the claim with history beside none
+    assert ch["history_rows"] == meta["history_rows"] == 20_000
+    assert sorted(int(s) for s in ch["sizes"]) == [0, 20_000]
+    for size in ch["sizes"].values():
+        assert size["median_ms"] > 0
+        assert "Update on job_executions" in "\n".join(size["explain"])
+    assert ch["ratio_large_to_small"] > 0
+
+    scale = {t["target"]: t for t in result["targets"] if t["group"] == "operations: counts and scale"}
+    assert len(scale) == 4
+    for name, t in scale.items():
+        if "while pruning" in name and dp["with_runs_pruning_nothing"]:
+            assert t["value"] is None and t["met"] is None
+        else:
+            assert t["value"] is not None and t["met"] in (True, False), t

@@ -1,0 +1,67 @@
+"""The scale steps, after the usual ones, each on databases and `jobwire serve` processes of its
+own (the usual steps' node is stopped by then, so each step has the server to itself):
+
+- counts (bench/counts.py): GET /v1/queues and /metrics with --counts-rows finished rows, beside
+  a database with none;
+- saturation (bench/saturation.py): PostgreSQL CPU and WAL per job, sync and callback drains;
+- drain_pruning (bench/drain_pruning.py): the sync drain with and without the node's pruner
+  deleting --prune-rows old rows;
+- claim_history (bench/claim_history.py): the claim with --history-rows finished rows, beside
+  the same backlog with none.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from bench.pg import Server
+from bench.processes import start_handler
+
+
+async def run_steps(server: Server, args: argparse.Namespace, steps: list[str],
+                    log: Callable[[str], None]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if not steps:
+        return out
+    if "counts" in steps:
+        from bench.counts import counts
+
+        out["counts"] = res = await counts(server, args.counts_rows, args.counts_requests, log)
+        log(f"counts: history {_brief(res['history'])}; empty {_brief(res['empty'])}")
+    handler = await start_handler() if {"saturation", "drain_pruning"} & set(steps) else None
+    try:
+        if "saturation" in steps:
+            from bench.saturation import saturation
+
+            out["saturation"] = await saturation(server, args.jobs, args.runs, args.concurrency, handler, log)
+        if "drain_pruning" in steps:
+            from bench.drain_pruning import drain_pruning
+
+            out["drain_pruning"] = res = await drain_pruning(server, args.jobs, args.prune_rows, args.runs,
+                                                             args.concurrency, handler, log,
+                                                             alone_seconds=2 if args.quick else 10)
+            log(f"drain_pruning: with {res['with']['jobs_per_s']} / without {res['without']['jobs_per_s']} jobs/s "
+                f"(× {res['ratio_with_to_without']}); pruned during the drains {res['with']['pruned_during_drain']}")
+    finally:
+        if handler is not None:
+            handler.stop()
+    if "claim_history" in steps:
+        from bench.claim_history import claim_history
+
+        dsn = await server.create_database("claim_history")
+        try:
+            out["claim_history"] = res = await claim_history(dsn, args.history_rows, args.history_backlog,
+                                                             args.claim_batch, args.claim_reps, log)
+        finally:
+            await server.drop_database(dsn)
+        sizes = res["sizes"]
+        log(f"claim_history: median {sizes['0']['median_ms']} ms with no history, "
+            f"{sizes[str(args.history_rows)]['median_ms']} ms with {args.history_rows:,} rows "
+            f"(× {res['ratio_large_to_small']})")
+    return out
+
+
+def _brief(side: dict[str, Any]) -> str:
+    return ", ".join(f"{e} p50 {side[e]['p50_ms']} ms" for e in ("queues", "metrics"))
