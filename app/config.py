@@ -6,6 +6,8 @@ strings (pydantic-settings would otherwise parse list values as JSON).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import difflib
 import re
 import socket
@@ -13,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -51,6 +53,10 @@ class Settings(BaseSettings):
     concurrency: int = Field(64, ge=1, le=10_000, description="in-flight HTTP calls per node")
     dispatch_client: Literal["http11", "aiohttp"] = Field(
         "http11", description="HTTP client of handler calls: the built-in HTTP/1.1 client, or aiohttp")
+    handler_networks: str = Field(
+        "any", description="where handlers may be called, comma-separated: any, private, public, loopback and "
+        "CIDRs (app/domain/networks.py); link-local, unspecified, multicast and broadcast addresses only when a CIDR "
+        "names them. Checked on the address connected to, at every new connection")
     poll_interval: float = Field(1.0, gt=0, description="seconds between fallback claim polls")
     execution_timeout: float = Field(120.0, gt=0, le=7 * 86400, description="default attempt deadline, seconds")
     retry_base_delay: float = Field(1.0, ge=0, description="first retry delay, seconds")
@@ -70,6 +76,9 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(16_777_216, ge=1, description="any request body")
     log_format: Literal["text", "json"] = Field(
         "text", description="log lines: text (the message, then key=value fields) or json (one object per line)")
+    secret_key: SecretStr | None = Field(
+        None, description="Fernet key (32 bytes, URL-safe base64) that encrypts handlers' signing secrets at rest; "
+        "unset → new secrets are stored in plain text. Secrets stored plain stay readable after it is set")
 
     @field_validator("api_keys", "queues", mode="before")
     @classmethod
@@ -106,6 +115,17 @@ class Settings(BaseSettings):
             raise ValueError(f"unsupported scheme {scheme!r}: use {_URL_FORM}")
         return value
 
+    @field_validator("secret_key", mode="before")
+    @classmethod
+    def _fernet_key(cls, value: object) -> object:
+        # Checked at start-up, in Fernet's own terms; the message never repeats the key.
+        if value is None or value == "":
+            return None
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if not isinstance(text, str) or not _is_fernet_key(text.strip()):
+            raise ValueError(f"not a Fernet key: {_FERNET_KEY_FORM}")
+        return text.strip()
+
     @field_validator("log_format", mode="before")
     @classmethod
     def _lowercase(cls, value: object) -> object:
@@ -119,6 +139,19 @@ class Settings(BaseSettings):
         if ":" in host and not host.startswith("["):
             host = f"[{host}]"
         return f"http://{host}:{self.port}"
+
+
+_FERNET_KEY_FORM = ("use 32 random bytes in URL-safe base64, 44 characters, as "
+                    "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'` "
+                    "prints")
+
+
+def _is_fernet_key(text: str) -> bool:
+    try:
+        raw = base64.b64decode(text.replace("-", "+").replace("_", "/"), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return len(raw) == 32 and "+" not in text and "/" not in text
 
 
 PREFIX = "JOBWIRE_"

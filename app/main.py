@@ -24,10 +24,15 @@ from app.db.notify import NotifyListener
 from app.dispatcher.dispatcher import Dispatcher, DispatcherConfig
 from app.domain.logfields import fields
 from app.domain.metrics import NodeCounters
+from app.domain.networks import SETTING as NETWORKS_SETTING
+from app.domain.networks import InvalidNetworks, NetworkPolicy, parse_networks
 from app.pruner.pruner import Pruner, PrunerConfig
 from app.scheduler.scheduler import Scheduler, SchedulerConfig
 from app.domain.retry import RetryPolicy
+from app.handlers.secret_cipher import SecretCipher
+from app.handlers.destinations import Resolver, system_resolver
 from app.handlers.transport import AiohttpTransport, Http11Transport
+from app.services.api_keys import ApiKeyService
 from app.services.bulk import BulkService
 from app.services.callbacks import CallbackService, load_server_key
 from app.services.coordination import CoordinationConfig, CoordinationService
@@ -106,15 +111,26 @@ def announce(app: FastAPI) -> None:
              extra=fields(**node))
 
 
-def create_app(settings: Settings | None = None, *, background: bool = True) -> FastAPI:
+def handler_networks(settings: Settings) -> NetworkPolicy:
+    """JOBWIRE_HANDLER_NETWORKS as a policy; a StartupFailure naming it when it does not parse."""
+    try:
+        return parse_networks(settings.handler_networks)
+    except InvalidNetworks as exc:
+        raise StartupFailure(NETWORKS_SETTING, str(exc)) from exc
+
+
+def create_app(settings: Settings | None = None, *, background: bool = True,
+               resolver: Resolver = system_resolver) -> FastAPI:
     """The Jobwire application. background=False serves the API alone (no dispatcher, no
-    coordinator loops): for tests that share one server while emptying its tables."""
+    coordinator loops): for tests that share one server while emptying its tables. `resolver`:
+    how the dispatch clients resolve handler hosts (tests inject names of their own)."""
     settings = settings or Settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         node_id = new_node_id(settings.node_name)
         with recorded_failure(app):
+            networks = handler_networks(settings)
             url, embedded = await resolve_database_url(settings)
         node = {"node": node_id, "public_url": settings.effective_public_url,
                 "database": "embedded" if embedded else "external"}
@@ -128,13 +144,15 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
                             default_timeout=settings.execution_timeout),
             )
             counters = NodeCounters()
+            # One cipher for the API and the dispatcher: the secrets it decrypts are cached once.
+            cipher = SecretCipher(settings.secret_key.get_secret_value() if settings.secret_key else None)
             callbacks = CallbackService(db, server_key, outcomes, settings.execution_timeout, counters=counters)
             coordination = CoordinationService(
                 db, CoordinationConfig(node_id=node_id, heartbeat_timeout=settings.heartbeat_timeout))
             app.state.services = Services(
                 enqueue=EnqueueService(db, EnqueueLimits(settings.max_payload_bytes), counters=counters),
                 executions=ExecutionService(db),
-                handlers=HandlerService(db),
+                handlers=HandlerService(db, cipher=cipher, networks=networks),
                 callbacks=callbacks,
                 health=HealthService(db),
                 coordination=coordination,
@@ -145,8 +163,11 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
                 bulk=BulkService(db),
             )
             app.state.node_id = node_id
+            # Database keys and whether the API is open (app/api/auth.py); bootstrap keys: create_api.
+            app.state.api_key_service = ApiKeyService(db, bootstrap=bool(settings.api_keys))
             transport_class = Http11Transport if settings.dispatch_client == "http11" else AiohttpTransport
-            transport = transport_class(settings.concurrency, settings.max_payload_bytes)
+            transport = transport_class(settings.concurrency, settings.max_payload_bytes, networks=networks,
+                                        resolver=resolver)
             coordinator = Coordinator(
                 CoordinatorConfig(heartbeat_interval=settings.heartbeat_interval,
                                   scan_interval=settings.scan_interval),
@@ -161,6 +182,7 @@ def create_app(settings: Settings | None = None, *, background: bool = True) -> 
                 callbacks.token_for,
                 counters,
                 expect_deadline=coordinator.expect_deadline,
+                cipher=cipher,
             )
             counters.in_flight = lambda: dispatcher.in_flight
             listener = NotifyListener(asyncpg_dsn(url), db.notify_channel, dispatcher.wake,

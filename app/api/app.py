@@ -15,7 +15,8 @@ from starlette.responses import HTMLResponse
 from starlette.staticfiles import StaticFiles
 
 from app.api import errors
-from app.api.body import BodyLimitMiddleware, ManagementRoute
+from app.api.api_keys.routes import router as api_keys
+from app.api.body import BodyLimitMiddleware, ManagementRoute, StrictJSONRoute
 from app.api.direct import BODY_MODELS, MARK, DirectRoutes
 from app.api.callbacks.routes import router as callbacks
 from app.api.executions.bulk import router as bulk_executions
@@ -27,15 +28,18 @@ from app.api.nodes.routes import router as nodes
 from app.api.queues.routes import router as queues
 from app.api.responses import Problem, problems
 from app.api.schedules.routes import router as schedules
+from app.domain.access import Scope, granting
 
 DESCRIPTION = """\
 Jobwire stores jobs in PostgreSQL and dispatches each attempt as a signed HTTP POST
 (Standard Webhooks) to a registered handler. Errors are RFC 9457 problem+json; validation
 errors carry `errors: [{field, message}]`. Management routes take `Authorization: Bearer <api key>`
-when API keys are configured; callback routes take the execution's callback token.
+(security scheme `HTTPBearer`) with the scope each operation names (`x-jobwire-scope`: `read`,
+`enqueue`, `operate` or `admin`), unless no key exists at all; callback routes take the execution's
+callback token (`CallbackToken`); health, readiness and metrics take nothing.
 """
 
-MANAGEMENT_ROUTERS = (handlers, jobs, bulk_executions, executions, nodes, queues, schedules)
+MANAGEMENT_ROUTERS = (handlers, jobs, bulk_executions, executions, nodes, queues, schedules, api_keys)
 
 
 def create_api(
@@ -49,13 +53,14 @@ def create_api(
     app.state.api_keys = tuple(k.encode() for k in api_keys)
     errors.install(app)
 
-    # The API key is checked in one place: ManagementRoute, the route class of every management
-    # router, before the body is read; the document declares the Bearer scheme on those routes
-    # (_complete_document), not a dependency, which would cost every request its solving. Each
+    # The API key and its scope are checked in one place: ManagementRoute, the route class of every
+    # management router, before the body is read; the document declares the Bearer scheme and the
+    # scope on those routes (_complete_document), not a dependency, which would cost every request
+    # its solving. Each
     # router is included in the application itself: a level of routers costs every request its
     # own matching.
     for router in MANAGEMENT_ROUTERS:
-        app.include_router(router, responses={**problems(401, 422, 503), **NOT_JSON})
+        app.include_router(router, responses={**problems(401, 422, 503), **FORBIDDEN, **NOT_JSON})
     app.include_router(callbacks, responses=problems(401, 403, 404, 409, 422, 503))
     app.include_router(health)
     app.add_middleware(BodyLimitMiddleware, limit=max_request_bytes)
@@ -70,7 +75,22 @@ NOT_JSON: dict[int | str, dict[str, Any]] = {415: {
     "model": Problem, "description": "a request body not sent as JSON (content-type application/json, or "
                                      "application/<something>+json)",
     "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}}
+# A key without the route's scope, or limited to other queues (app/api/auth.py).
+FORBIDDEN: dict[int | str, dict[str, Any]] = {403: {
+    "model": Problem, "description": "the API key lacks the scope this operation needs (`x-jobwire-scope`), or "
+                                     "is limited to other queues; `detail` names what it lacks",
+    "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}}
 DOCS_ASSETS = "/docs/assets"
+SECURITY_SCHEMES = {
+    "HTTPBearer": {"type": "http", "scheme": "bearer", "description":
+                   "an API key: a bootstrap key (JOBWIRE_API_KEYS, every scope) or a database key (`jw_…`, "
+                   "POST /v1/api-keys) with the scope the operation names in `x-jobwire-scope`; not needed while "
+                   "no key exists at all"},
+    "CallbackToken": {"type": "http", "scheme": "bearer", "description":
+                      "the execution's callback token: `callback.token` of the dispatch request, valid for that "
+                      "execution and attempt"},
+}
+SCOPE_MARK = "x-jobwire-scope"
 
 
 def _add_docs(app: FastAPI) -> None:
@@ -95,20 +115,34 @@ def _add_docs(app: FastAPI) -> None:
 
 
 def _complete_document(app: FastAPI) -> None:
-    """What FastAPI cannot see in the OpenAPI document: the Bearer scheme of the management routes
-    (checked by their route class), and the body models of the direct routes, whose endpoints take
-    the request alone (app/api/direct.py), declared among the components as any other body."""
+    """What FastAPI cannot see in the OpenAPI document: the security of every operation (checked by
+    the route classes, app/api/body.py): a management route's Bearer API key and its scope (in
+    `x-jobwire-scope` and the description), a callback route's callback token, none for the rest;
+    and the body models of the direct routes, whose endpoints take the request alone
+    (app/api/direct.py), declared among the components as any other body."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = generate()
             components = schema.setdefault("components", {})
-            components.setdefault("securitySchemes", {})["HTTPBearer"] = {"type": "http", "scheme": "bearer"}
+            components.setdefault("securitySchemes", {}).update(SECURITY_SCHEMES)
             for context in iter_route_contexts(app.routes):
-                if isinstance(context.original_route, ManagementRoute):
-                    for method in context.methods or ():
-                        schema["paths"][context.path_format][method.lower()]["security"] = [{"HTTPBearer": []}]
+                route = context.original_route
+                for method in context.methods or ():
+                    operation = schema["paths"].get(context.path_format, {}).get(method.lower())
+                    if operation is None:
+                        continue  # not in the document (/docs, /openapi.json)
+                    if isinstance(route, ManagementRoute):
+                        operation["security"] = [{"HTTPBearer": []}]
+                        operation[SCOPE_MARK] = route.scope.value
+                        note = _scope_note(route.scope)
+                        description = operation.get("description")
+                        operation["description"] = f"{description}\n\n{note}" if description else note
+                    elif isinstance(route, StrictJSONRoute):
+                        operation["security"] = [{"CallbackToken": []}]
+                    else:
+                        operation["security"] = []
             components = components.setdefault("schemas", {})
             for path in schema.get("paths", {}).values():
                 for operation in path.values():
@@ -121,3 +155,9 @@ def _complete_document(app: FastAPI) -> None:
         return app.openapi_schema or schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _scope_note(scope: Scope) -> str:
+    *others, last = [f"`{s.value}`" for s in granting(scope)]
+    keys = f"{', '.join(others)} or {last}" if others else last
+    return f"API key scope: `{scope.value}` (granted by a key with {keys})."

@@ -1,12 +1,50 @@
-"""Bearer API keys for management routes (open when none are configured)."""
+"""API keys and scopes for management routes.
+
+Every management route declares the scope it needs where it is declared, with @requires(Scope.X)
+under its route decorator; ManagementRoute (app/api/body.py) checks it, before the body is read,
+on FastAPI's path and the direct routes' alike, and the OpenAPI document shows it (x-jobwire-scope,
+app/api/app.py). A route that declares none needs `admin`: a route is never left open by mistake
+(tests/api/test_scoped_keys.py also checks that each declares one).
+
+A request's key is one of:
+- a bootstrap key (JOBWIRE_API_KEYS), compared in constant time: every scope, every queue;
+- a database key (`jw_…`, app/services/api_keys.py): its scopes and queues;
+- none at all while the API is open: no bootstrap key is configured and no database key exists.
+Missing or unknown → 401 (WWW-Authenticate: Bearer); a key without the scope → 403 naming it. The
+principal (scopes, queues) is left on `request.state.principal` for the route.
+"""
 
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
+from typing import TypeVar
 
-from fastapi import Request
+from starlette.requests import Request
 
+from app.domain.access import FULL_ACCESS, Principal, Scope
 from app.domain.errors import Unauthenticated
+from app.services.api_keys import ApiKeyService
+
+E = TypeVar("E", bound=Callable[..., object])
+_SCOPE_ATTRIBUTE = "_jobwire_scope"
+UNDECLARED_SCOPE = Scope.ADMIN  # what a management route that declares no scope needs
+
+
+def requires(scope: Scope) -> Callable[[E], E]:
+    """Declares the scope a management route's endpoint needs; put it under the route decorator
+    (`@router.get(...)` then `@requires(Scope.READ)`), which reads it as it creates the route."""
+
+    def declare(endpoint: E) -> E:
+        setattr(endpoint, _SCOPE_ATTRIBUTE, scope)
+        return endpoint
+
+    return declare
+
+
+def declared_scope(endpoint: Callable[..., object]) -> Scope | None:
+    """The scope @requires declared on `endpoint`, None when it declares none."""
+    return getattr(endpoint, _SCOPE_ATTRIBUTE, None)
 
 
 def bearer_token(request: Request) -> str | None:
@@ -21,19 +59,62 @@ def bearer_from(header: str | None) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def check_api_key(request: Request) -> None:
-    """The check of every management route (ManagementRoute, app/api/body.py), before its body is read."""
-    check_key(request.app.state.api_keys, request.headers.get("authorization"))
+def is_bootstrap_key(keys: tuple[bytes, ...], token: str) -> bool:
+    """`token` is one of the bootstrap keys, compared in constant time."""
+    # surrogatepass: a str that is no header value (a lone surrogate) is a wrong key, not a crash.
+    given = token.encode("utf-8", "surrogatepass")
+    return any(hmac.compare_digest(given, key) for key in keys)
 
 
 def check_key(keys: tuple[bytes, ...], authorization: str | None) -> None:
-    """Raises Unauthenticated unless keys are open (none configured) or the header holds one."""
+    """Raises Unauthenticated unless the header holds one of the bootstrap `keys` (or none is configured)."""
     if not keys:
         return
     token = bearer_from(authorization)
     if token is None:
         raise Unauthenticated("an API key is required: Authorization: Bearer <key>")
-    # surrogatepass: a str that is no header value (a lone surrogate) is a wrong key, not a crash.
-    given = token.encode("utf-8", "surrogatepass")
-    if not any(hmac.compare_digest(given, key) for key in keys):
+    if not is_bootstrap_key(keys, token):
         raise Unauthenticated("the API key is not valid")
+
+
+def key_service(request: Request) -> ApiKeyService:
+    """The node's API key service (set by the composition root)."""
+    return request.app.state.api_key_service
+
+
+async def authorize(request: Request, scope: Scope) -> Principal:
+    """The check of every management route (ManagementRoute, app/api/body.py), before its body is
+    read: the request's principal, which grants `scope`, also left on request.state.principal.
+    Unauthenticated for a missing or unknown key, Forbidden for a key without the scope."""
+    principal = await authenticate(request)
+    principal.require(scope)
+    request.state.principal = principal
+    return principal
+
+
+async def authenticate(request: Request) -> Principal:
+    keys: tuple[bytes, ...] = request.app.state.api_keys
+    token = bearer_from(request.headers.get("authorization"))
+    if token is not None:
+        if keys and is_bootstrap_key(keys, token):
+            return FULL_ACCESS
+        found = await key_service(request).principal_for(token)
+        if found is not None:
+            return found
+    # Open while no key exists at all (whatever the request sent); with a bootstrap key configured
+    # that is known without the database.
+    if not keys and await key_service(request).is_open():
+        return FULL_ACCESS
+    if token is None:
+        raise Unauthenticated("an API key is required: Authorization: Bearer <key>")
+    raise Unauthenticated("the API key is not valid")
+
+
+def principal_of(request: Request) -> Principal:
+    """The principal ManagementRoute authorized this request as."""
+    return request.state.principal
+
+
+def queues_of(request: Request) -> frozenset[str] | None:
+    """The queues this request's key is limited to; None: every queue."""
+    return request.state.principal.queues

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from uuid import UUID
 
 from app.db.database import Connection
 from app.db.queries import load
-from app.db.rows import handler_from
+from app.db.rows import handler_from, handler_secret_from
 from app.db.statements import execute, fetch, fetchrow, fetchval
 from app.domain.executions import Handler
+from app.domain.handler_secrets import HandlerSecret
 
 Q = load("handlers.sql")
 
@@ -32,18 +34,52 @@ class HandlerRepository:
         stateful: bool,
         new_secret: str,
     ) -> tuple[Handler, bool]:
-        """Insert or replace; returns the handler and whether it was created."""
+        """Insert or replace; returns the handler and whether it was created. new_secret (as
+        stored) becomes a created handler's first signing secret."""
         row = await fetchrow(conn, Q["handler_upsert"], name=name, url=url, timeout_seconds=timeout_seconds,
                              max_concurrency=max_concurrency, stateful=stateful, secret=new_secret)
         assert row is not None
-        return handler_from(row), bool(row["created"])
+        secrets = await self.secrets_of(conn, [name])
+        return handler_from(row, secrets.get(name, ())), bool(row["created"])
 
     async def get(self, conn: Connection, name: str) -> Handler | None:
         row = await fetchrow(conn, Q["handler_get"], name=name)
-        return handler_from(row) if row else None
+        if row is None:
+            return None
+        secrets = await self.secrets_of(conn, [name])
+        return handler_from(row, secrets.get(name, ()))
 
     async def list(self, conn: Connection) -> list[Handler]:
-        return [handler_from(r) for r in await fetch(conn, Q["handlers_list"])]
+        rows = await fetch(conn, Q["handlers_list"])
+        secrets = await self.secrets_of(conn, [r["name"] for r in rows]) if rows else {}
+        return [handler_from(r, secrets.get(r["name"], ())) for r in rows]
+
+    async def secrets_of(self, conn: Connection, names: Sequence[str]) -> dict[str, tuple[HandlerSecret, ...]]:
+        """name → its secrets that still sign, newest first (never their values)."""
+        found: dict[str, list[HandlerSecret]] = {}
+        for r in await fetch(conn, Q["handler_secrets_list"], names=list(names)):
+            found.setdefault(r["handler"], []).append(handler_secret_from(r))
+        return {name: tuple(items) for name, items in found.items()}
+
+    async def lock_for_secrets(self, conn: Connection, name: str) -> bool:
+        """Hold the handler's row until commit (one rotation at a time); False when there is none."""
+        return await fetchrow(conn, Q["handler_lock_for_secrets"], name=name) is not None
+
+    async def add_secret(self, conn: Connection, name: str, stored: str,
+                         expire_others_after: float | None) -> HandlerSecret:
+        """Run after lock_for_secrets: a new secret (as stored); the others expire after
+        `expire_others_after` seconds when given."""
+        row = await fetchrow(conn, Q["handler_secret_add"], name=name, secret=stored,
+                             expire_after=None if expire_others_after is None else float(expire_others_after))
+        assert row is not None
+        return handler_secret_from(row)
+
+    async def delete_secret(self, conn: Connection, name: str, secret_id: UUID) -> tuple[bool, bool]:
+        """Run after lock_for_secrets: (found, deleted); found and not deleted means it is the
+        handler's last secret without an expiry."""
+        row = await fetchrow(conn, Q["handler_secret_delete"], name=name, id=secret_id)
+        assert row is not None
+        return bool(row["found"]), bool(row["deleted"])
 
     async def lock_for_enqueue(self, conn: Connection, names: Sequence[str]) -> dict[str, bool]:
         """Share-lock the named handlers until commit; returns name → stateful for those that exist."""

@@ -18,6 +18,7 @@ from app.domain.executions import (
     JobType,
     Progress,
 )
+from app.domain.handler_secrets import HandlerSecret
 from app.domain.schedules import ExecutionMode, MisfirePolicy, OverlapPolicy, Schedule, ScheduleSpec
 from app.domain.states import JobState
 
@@ -126,10 +127,13 @@ def claimed_from(m: Mapping[str, Any]) -> ClaimedJob:
         handler=m["handler"],
         handler_url=m["handler_url"],
         handler_secret=m["handler_secret"],
+        handler_secrets=tuple(m["handler_secrets"] or ()),
     )
 
 
-def handler_from(m: Mapping[str, Any]) -> Handler:
+def handler_from(m: Mapping[str, Any], secrets: tuple[HandlerSecret, ...] = ()) -> Handler:
+    """A handler from its row (job_handlers.secret, kept for nodes of the version before revision
+    20261201_0011, is never read) with its secrets as listed."""
     return Handler(
         name=m["name"],
         url=m["url"],
@@ -138,8 +142,12 @@ def handler_from(m: Mapping[str, Any]) -> Handler:
         stateful=m["stateful"],
         created_at=m["created_at"],
         updated_at=m["updated_at"],
-        secret=m["secret"],
+        secrets=secrets,
     )
+
+
+def handler_secret_from(m: Mapping[str, Any]) -> HandlerSecret:
+    return HandlerSecret(id=m["id"], created_at=m["created_at"], expires_at=m["expires_at"])
 
 
 def schedule_from(m: Mapping[str, Any]) -> Schedule:

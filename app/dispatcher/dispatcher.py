@@ -18,6 +18,7 @@ from app.domain.errors import DatabaseUnavailable
 from app.domain.executions import ClaimedJob, ErrorType, Outcome, OutcomeKind
 from app.domain.metrics import NodeCounters
 from app.handlers.dispatch import call_handler
+from app.handlers.secret_cipher import PLAIN, SecretCipher
 from app.handlers.transport import Transport
 from app.services.outcomes import OutcomeService
 
@@ -42,15 +43,18 @@ class Dispatcher:
         token_for: Callable[[UUID, int], str],
         counters: NodeCounters | None = None,
         expect_deadline: Callable[[float], None] | None = None,
+        cipher: SecretCipher = PLAIN,
     ) -> None:
         """expect_deadline(seconds): told the soonest deadline of each claim, so the node's
-        deadline scan can wake for it (an accepted attempt whose handler goes quiet)."""
+        deadline scan can wake for it (an accepted attempt whose handler goes quiet). cipher:
+        reads the handlers' stored signing secrets (JOBWIRE_SECRET_KEY)."""
         self.config = config
         self.outcomes = outcomes
         self.transport = transport
         self.token_for = token_for
         self.counters = counters or NodeCounters()
         self.expect_deadline = expect_deadline
+        self.cipher = cipher
         self.completer: Completer[tuple[ClaimedJob, Outcome]] = Completer(outcomes.record)
         self._in_flight: dict[asyncio.Task[None], ClaimedJob] = {}
         self._wake = asyncio.Event()
@@ -133,7 +137,8 @@ class Dispatcher:
         try:
             outcome = await call_handler(self.transport, job, callback_url, self.token_for(job.id, job.attempt),
                                          self.config.retry_max_delay,
-                                         seconds_left=lambda: self.outcomes.seconds_left(job.id, job.attempt))
+                                         seconds_left=lambda: self.outcomes.seconds_left(job.id, job.attempt),
+                                         cipher=self.cipher)
         except asyncio.CancelledError:
             # Shutdown grace ran out: the attempt is abandoned (and retried by whoever claims next).
             self.completer.add((job, Outcome(OutcomeKind.ABANDONED, error="node shut down during the call",

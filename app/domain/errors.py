@@ -69,7 +69,13 @@ class Unauthenticated(JobwireError):
 
 
 class Forbidden(JobwireError):
-    """A credential that does not grant this request."""
+    """A credential that does not grant this request; `scope` or `queue` names what it lacks
+    (an API key without the scope, or limited to other queues), None for a bad callback token."""
+
+    def __init__(self, message: str, *, scope: str | None = None, queue: str | None = None) -> None:
+        super().__init__(message)
+        self.scope = scope
+        self.queue = queue
 
 
 class DatabaseUnavailable(JobwireError):

@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
+from app.domain.handler_secrets import HandlerSecret
 from app.domain.states import JobState
 
 
@@ -22,6 +23,8 @@ class ErrorType(StrEnum):
     CONNECTION = "connection"
     RESPONSE_TOO_LARGE = "response_too_large"
     HANDLER_FAILED = "handler_failed"
+    # JOBWIRE_HANDLER_NETWORKS refuses every address of the handler's host: nothing was sent, not retried.
+    BLOCKED_DESTINATION = "blocked_destination"
     ABANDONED_DEADLINE = "abandoned_deadline"
     ABANDONED_NODE = "abandoned_node"
     ABANDONED_SHUTDOWN = "abandoned_shutdown"
@@ -79,6 +82,9 @@ class Handler:
     stateful: bool
     created_at: datetime
     updated_at: datetime
+    # Its signing secrets that still sign (none expired), newest first; never their values.
+    secrets: tuple[HandlerSecret, ...] = ()
+    # The signing secret (whsec_…) in plain text: only on the handler a create returns (shown once).
     secret: str = field(repr=False, default="")
 
 
@@ -150,7 +156,10 @@ class ClaimedJob:
     seconds_left: float
     handler: str
     handler_url: str | None
-    handler_secret: str | None
+    handler_secret: str | None  # the newest of handler_secrets (what a node of the version before 0011 signs with)
+    # Every active signing secret of the handler as stored (whsec_… or jwenc1:…), newest first: each
+    # signs the call. Made without them (tests), the call signs with handler_secret alone.
+    handler_secrets: tuple[str, ...] = ()
 
 
 class OutcomeKind(StrEnum):

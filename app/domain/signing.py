@@ -6,6 +6,8 @@ import base64
 import hashlib
 import hmac
 import secrets
+from collections.abc import Iterable
+from functools import lru_cache
 
 SECRET_PREFIX = "whsec_"
 
@@ -18,19 +20,27 @@ def new_server_key() -> str:
     return base64.urlsafe_b64encode(secrets.token_bytes(32)).decode().rstrip("=")
 
 
+@lru_cache(maxsize=4096)
 def _secret_key(secret: str) -> bytes:
+    # Cached: every dispatch signs with its handler's secrets, the same few strings each time.
     return base64.b64decode(secret.removeprefix(SECRET_PREFIX))
 
 
-def webhook_id(execution_id: object, attempt: int) -> str:
-    return f"{execution_id}.{attempt}"
+def webhook_id(execution_id: object) -> str:
+    """The execution id, the same on every attempt (handlers dedupe on it); the attempt travels
+    in the `jobwire-attempt` header and the body. Standard Webhooks ids carry no `.`."""
+    return str(execution_id)
 
 
-def sign_webhook(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
-    """The `webhook-signature` header value: v1,<base64 HMAC-SHA256(key, id.ts.body)>."""
+def sign_webhook(signing_secrets: str | Iterable[str], msg_id: str, timestamp: int, body: bytes) -> str:
+    """The `webhook-signature` header value: `v1,<base64 HMAC-SHA256(key, id.ts.body)>` for one
+    secret (`whsec_…`), or one such per secret, space-separated (the specification's form for
+    several keys: a handler verifies with any one of them)."""
     signed = msg_id.encode() + b"." + str(timestamp).encode() + b"." + body
-    digest = hmac.new(_secret_key(secret), signed, hashlib.sha256).digest()
-    return "v1," + base64.b64encode(digest).decode()
+    if isinstance(signing_secrets, str):
+        signing_secrets = (signing_secrets,)
+    return " ".join(["v1," + base64.b64encode(hmac.digest(_secret_key(s), signed, "sha256")).decode()
+                     for s in signing_secrets])
 
 
 def _token_mac(server_key: str, execution_id: object, attempt: int) -> str:

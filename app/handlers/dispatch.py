@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -13,12 +14,17 @@ from typing import Any
 import orjson
 
 from app.domain.executions import ClaimedJob, ErrorType, Outcome, OutcomeKind
+from app.domain.handler_secrets import UnreadableSecret
 from app.domain.jsonsafety import UnstorableJson, check_storable
 from app.domain.jsontext import loads
 from app.domain.retry import parse_retry_after
 from app.domain.signing import sign_webhook, webhook_id
 from app.domain.text import error_text
-from app.handlers.transport import DeadlineExceeded, Reply, Transport, TransportError
+from app.handlers.secret_cipher import PLAIN, SecretCipher
+from app.handlers.transport import BlockedDestination, DeadlineExceeded, Reply, Transport, TransportError
+
+
+log = logging.getLogger(__name__)
 
 
 def _version() -> str:
@@ -62,15 +68,20 @@ def _utc(value: datetime | None) -> datetime | None:
     return value.astimezone(UTC)
 
 
-def signed_headers(secret: str, job: ClaimedJob, body: bytes, now: float | None = None) -> dict[str, str]:
-    msg_id = webhook_id(job.id, job.attempt)
+def signed_headers(secrets: str | Sequence[str], job: ClaimedJob, body: bytes,
+                   now: float | None = None) -> dict[str, str]:
+    """DESIGN §5's headers. `webhook-id` is the execution id on every attempt (handlers dedupe on
+    it), the attempt is `jobwire-attempt`; `webhook-signature` holds one `v1,<sig>` per secret
+    (`whsec_…`, newest first), space-separated, so a handler verifies with any one of them."""
+    msg_id = webhook_id(job.id)
     timestamp = int(now if now is not None else time.time())
     return {
         "content-type": "application/json",
         "user-agent": USER_AGENT,
         "webhook-id": msg_id,
+        "jobwire-attempt": str(job.attempt),
         "webhook-timestamp": str(timestamp),
-        "webhook-signature": sign_webhook(secret, msg_id, timestamp, body),
+        "webhook-signature": sign_webhook(secrets, msg_id, timestamp, body),
     }
 
 
@@ -143,20 +154,33 @@ async def call_handler(
     token: str,
     retry_max_delay: float,
     seconds_left: DeadlineProbe | None = None,
+    cipher: SecretCipher = PLAIN,
 ) -> Outcome:
     """One attempt's call. Its deadline is the claim's, unless `seconds_left` (the database's
     view of the attempt's deadline, which heartbeat and progress callbacks move) says it moved:
-    then the call goes on until the moved one (capped by max_duration_seconds in the database)."""
-    if not job.handler_url or not job.handler_secret:
+    then the call goes on until the moved one (capped by max_duration_seconds in the database).
+    `cipher` reads the handler's stored secrets (its cache keeps decrypting off this path)."""
+    stored = job.handler_secrets or ((job.handler_secret,) if job.handler_secret else ())
+    if not job.handler_url or not stored:
         return Outcome(OutcomeKind.FAILED, error=f"handler {job.handler!r} is not registered",
                        error_type=ErrorType.HANDLER_FAILED, retryable=False)
+    try:
+        secrets = [cipher.reveal(s) for s in stored]
+    except UnreadableSecret as exc:
+        # A node without the key (or with another one) beside nodes that have it: retryable, so
+        # another node, or this one once its key is set right, makes the next attempt.
+        log.error("execution %s not dispatched to handler %r: %s", job.id, job.handler, exc)
+        return Outcome(OutcomeKind.FAILED, error=str(exc), error_type=ErrorType.HANDLER_FAILED)
     body = request_body(job, callback_url, token)
-    headers = signed_headers(job.handler_secret, job, body)
+    headers = signed_headers(secrets, job, body)
     try:
         reply = await _within_deadline(transport.post(job.handler_url, body, headers, None), job.seconds_left,
                                        seconds_left)
     except DeadlineExceeded as exc:
         return Outcome(OutcomeKind.ABANDONED, error=str(exc), error_type=ErrorType.ABANDONED_DEADLINE)
+    except BlockedDestination as exc:  # nothing was sent; no retry can reach it: dead-letters at once
+        return Outcome(OutcomeKind.FAILED, error=error_text(str(exc)), error_type=ErrorType.BLOCKED_DESTINATION,
+                       retryable=False)
     except TransportError as exc:
         return Outcome(OutcomeKind.FAILED, error=error_text(str(exc)), error_type=ErrorType.CONNECTION)
     return classify(reply, retry_max_delay)

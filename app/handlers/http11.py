@@ -9,16 +9,24 @@ size-capped body. This client writes the request in one buffer and parses the re
 httptools (llhttp, the parser uvicorn uses), on asyncio protocols with keep-alive pooling.
 
 What it does: http and https (TLS with the certificate and host name verified, against the
-system's CA store or the `ssl_context` given), one connection per call in flight, idle
-connections kept per origin for `idle_timeout` seconds (at most `limit` in all; dropped as soon
-as the server closes them or sends anything unasked), `Connection: close` and HTTP/1.0 replies
-honoured, chunked (extensions ignored, trailers read and dropped) and length-delimited and
+system's CA store or the `ssl_context` given), the SSRF guard (below), one connection per call
+in flight, idle connections kept per origin for `idle_timeout` seconds (at most `limit` in all;
+dropped as soon as the server closes them or sends anything unasked), `Connection: close` and
+HTTP/1.0 replies honoured, chunked (extensions ignored, trailers read and dropped) and length-delimited and
 read-until-close bodies, the body cap (the connection is dropped when a reply exceeds it), a
 cap on the head (MAX_HEAD_BYTES), interim 1xx replies skipped for the final one. What it does
 not: redirects (never followed, as the dispatch protocol says), proxies, compression (no
 Accept-Encoding is sent, so replies come uncompressed), HTTP/2. tests/runtime/test_http11_client.py
 holds it to what a library would be held to: a local CA, peers that close early, trickle,
 send huge heads or garbage.
+
+The SSRF guard: the client resolves the host itself (through `resolver`, default the event loop's
+getaddrinfo) and connects by address, only to one that `networks` (JOBWIRE_HANDLER_NETWORKS)
+allows, in the resolver's order; when none is allowed it raises DestinationRefused before any
+connection is made, so nothing reaches a refused address. TLS still verifies the URL's host name
+(server_hostname). The check is made when a connection is opened, not per request: a pooled
+keep-alive connection was judged when it opened, and nothing else is cached, so a DNS answer
+that changes (rebinding) is judged at the next new connection.
 """
 
 from __future__ import annotations
@@ -31,6 +39,9 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import httptools
+
+from app.domain.networks import ANY_NETWORK, NetworkPolicy
+from app.handlers.destinations import Resolver, allowed_addresses, system_resolver
 
 
 class HttpError(Exception):
@@ -60,7 +71,8 @@ class Origin:
 
 
 def split_url(url: str) -> tuple[Origin, str]:
-    """(origin, request target) of an http(s) URL."""
+    """(origin, request target) of an http(s) URL; the target as the URL writes it (an empty
+    path is "/")."""
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -69,7 +81,7 @@ def split_url(url: str) -> tuple[Origin, str]:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise HttpError(f"invalid URL {url!r}: only http:// and https:// with a host")
     target = parts.path or "/"
-    if parts.query:
+    if parts.query or "?" in url.partition("#")[0]:
         target += "?" + parts.query
     return Origin(parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80)), target
 
@@ -272,10 +284,12 @@ class _Pool:
 
 class Http11Client:
     """POST over pooled keep-alive HTTP/1.1 connections. At most `limit` connections open;
-    https verified against `ssl_context` (None: the system's CA store)."""
+    https verified against `ssl_context` (None: the system's CA store); new connections only to
+    addresses `networks` allows, of those `resolver` gives (see the module's docstring)."""
 
     def __init__(self, limit: int, max_body: int, idle_timeout: float = 15.0,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None, networks: NetworkPolicy = ANY_NETWORK,
+                 resolver: Resolver = system_resolver) -> None:
         self.max_body = max_body
         self.idle_timeout = idle_timeout
         self._slots = asyncio.Semaphore(limit)
@@ -284,10 +298,13 @@ class Http11Client:
         self._idle = 0
         self._ssl = ssl_context
         self._closed = False
+        self.networks = networks
+        self.resolver = resolver
 
     async def post(self, url: str, body: bytes, headers: dict[str, str]) -> Response:
-        """One POST and its reply. Raises HttpError when there is no usable reply; cancelling
-        the call (a deadline) drops its connection."""
+        """One POST and its reply. Raises HttpError when there is no usable reply,
+        DestinationRefused (nothing sent) when JOBWIRE_HANDLER_NETWORKS refuses every address of
+        the host; cancelling the call (a deadline) drops its connection."""
         origin, target = split_url(url)
         request = self._request(origin, target, body, headers)
         async with self._slots:
@@ -332,12 +349,24 @@ class Http11Client:
                 self._ssl = ssl.create_default_context()
             tls = self._ssl
         try:
-            _, conn = await loop.create_connection(
-                lambda: _Connection(self.max_body), origin.host, origin.port, ssl=tls,
-                server_hostname=origin.host if tls else None)
-        except (OSError, ssl.SSLError, ValueError) as exc:
-            raise HttpError(f"{type(exc).__name__}: {exc}") from exc
-        return conn
+            addresses = await allowed_addresses(origin.host, origin.port, self.networks, self.resolver)
+        except (OSError, UnicodeError, ValueError) as exc:
+            raise HttpError(f"cannot resolve {origin.host}: {type(exc).__name__}: {exc}") from exc
+        failure: Exception | None = None
+        for address in addresses:
+            # By address, never by name: what is connected to is what was judged. A numeric host
+            # is not resolved again by create_connection.
+            try:
+                _, conn = await loop.create_connection(
+                    lambda: _Connection(self.max_body), address, origin.port, ssl=tls,
+                    server_hostname=origin.host if tls else None)
+            except (OSError, ssl.SSLError, ValueError) as exc:
+                failure = exc
+                continue
+            return conn
+        assert failure is not None
+        tried = "" if addresses == [origin.host] else f" (tried {origin.host} at {', '.join(addresses)})"
+        raise HttpError(f"{type(failure).__name__}: {failure}{tried}") from failure
 
     async def close(self) -> None:
         self._closed = True

@@ -8,6 +8,10 @@ BATCH_SIZE rows through the same guarded writes as the single routes. A row that
 writes that applied. Rows that were changed no longer match, so repeating the call until `more`
 is false works through a backlog larger than `limit`.
 
+A caller whose API key is limited to queues (`queues`) acts on those queues' executions only: the
+selection is narrowed to them (a `queue` filter naming another matches nothing), and selected
+queue by queue, each oldest first.
+
 Each batch takes its rows' locks in id order, the order of every other batch write (the
 dispatcher's outcomes, the coordinator's scans), so it waits for them rather than deadlocks.
 """
@@ -15,7 +19,7 @@ dispatcher's outcomes, the coordinator's scans), so it waits for them rather tha
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import partial
 from uuid import UUID
@@ -80,8 +84,10 @@ class BulkService:
         self.retention = retention or RetentionRepository()
         self.batch_size = batch_size
 
-    async def apply(self, action: BulkAction, selection: BulkSelection, limit: int = MAX_LIMIT) -> BulkResult:
-        rows, more = await self._select(action, selection, limit)
+    async def apply(self, action: BulkAction, selection: BulkSelection, limit: int = MAX_LIMIT,
+                    queues: frozenset[str] | None = None) -> BulkResult:
+        """`queues`: those the caller's key is limited to (None: every queue)."""
+        rows, more = await self._select(action, selection, limit, queues)
         apply = {BulkAction.RETRY: self._retry, BulkAction.CANCEL: self._cancel,
                  BulkAction.DELETE: self._delete}[action]
         changed = 0
@@ -100,8 +106,8 @@ class BulkService:
     async def delete(self, selection: BulkSelection, limit: int = MAX_LIMIT) -> BulkResult:
         return await self.apply(BulkAction.DELETE, selection, limit)
 
-    async def _select(self, action: BulkAction, selection: BulkSelection,
-                      limit: int) -> tuple[list[tuple[UUID, str]], bool]:
+    async def _select(self, action: BulkAction, selection: BulkSelection, limit: int,
+                      queues: frozenset[str] | None = None) -> tuple[list[tuple[UUID, str]], bool]:
         if selection.is_empty():
             raise ValidationFailed([FieldError("body", "give at least one of state, queue, handler, job_id, ids")])
         if not 1 <= limit <= MAX_LIMIT:
@@ -116,7 +122,15 @@ class BulkService:
         filters = ListFilter(queue=selection.queue, handler=selection.handler, job_id=selection.job_id)
         ids = None if selection.ids is None else sorted(set(selection.ids))
         async with self.db.autocommit() as conn:
-            rows = await self.retention.select_for_bulk(conn, wanted, filters, ids, limit + 1)
+            if queues is None:
+                rows = await self.retention.select_for_bulk(conn, wanted, filters, ids, limit + 1)
+            else:
+                rows = []
+                for queue in _narrowed(selection.queue, queues):
+                    if len(rows) > limit:
+                        break
+                    rows += await self.retention.select_for_bulk(conn, wanted, replace(filters, queue=queue), ids,
+                                                                 limit + 1 - len(rows))
         return rows[:limit], len(rows) > limit
 
     async def _cancel(self, batch: Sequence[tuple[UUID, str]]) -> int:
@@ -142,3 +156,11 @@ class BulkService:
     async def _delete(self, batch: Sequence[tuple[UUID, str]]) -> int:
         async with self.db.transaction() as conn:
             return len(await self.retention.delete(conn, [execution_id for execution_id, _ in batch]))
+
+
+def _narrowed(queue: str | None, queues: frozenset[str]) -> list[str]:
+    """The queues a selection covers for a key limited to `queues`: the one it names if the key
+    may use it (else none), or all of the key's."""
+    if queue is not None:
+        return [queue] if queue in queues else []
+    return sorted(queues)

@@ -9,6 +9,7 @@ import orjson
 
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
+from app.domain.access import require_queue
 from app.domain.errors import FieldError, PayloadTooLarge, ValidationFailed
 from app.domain.executions import Execution, NewJob
 from app.domain.metrics import NodeCounters
@@ -46,9 +47,11 @@ class EnqueueService:
         # Single-job enqueues that arrive together share a statement, a commit and a NOTIFY.
         self._singles: Group[NewJob, Enqueued] = Group(self._insert, self._insert_one)
 
-    async def enqueue(self, jobs: Sequence[NewJob], *, field_prefix: str | None = None) -> list[Enqueued]:
+    async def enqueue(self, jobs: Sequence[NewJob], *, field_prefix: str | None = None,
+                      queues: frozenset[str] | None = None) -> list[Enqueued]:
         """Insert every job or none. `field_prefix` names items in errors (`jobs` → `jobs[3].handler`;
-        None, for a single job → `handler`).
+        None, for a single job → `handler`). `queues`: those the caller's key is limited to (None:
+        any); a job in another is Forbidden, naming it, and nothing is inserted.
 
         One statement (jobwire_enqueue in the database, the path applications share) checks the
         handlers, applies defaults and stateful handlers, resolves idempotency keys (a key stored
@@ -58,6 +61,7 @@ class EnqueueService:
         and answered as if alone.
         """
         for i, job in enumerate(jobs):
+            require_queue(queues, job.queue, f"{field_prefix}[{i}].queue" if field_prefix else "queue")
             size = job_size(job)
             if size > self.limits.max_payload_bytes:
                 raise PayloadTooLarge(field=f"{field_prefix}[{i}]" if field_prefix else "job",

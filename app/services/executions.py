@@ -1,11 +1,16 @@
 """Reading executions (their handlers' logs, attempts and events) and the user's state changes:
-cancel, manual retry."""
+cancel, manual retry.
+
+Each use case takes `queues`: those the caller's API key is limited to (None: every queue). An
+execution of another queue is NotFound to it, exactly as one that does not exist (its queue is
+read before anything else is done with it; an execution's queue never changes), and a listing
+shows only the executions of those queues."""
 
 from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -105,25 +110,36 @@ class ExecutionService:
         self.handlers = handlers or HandlerRepository()
         self.log_repository = logs or LogRepository()
 
-    async def get(self, execution_id: UUID) -> Execution:
+    async def get(self, execution_id: UUID, queues: frozenset[str] | None = None) -> Execution:
         async with self.db.transaction() as conn:
             execution = await self.executions.get(conn, execution_id)
-        if execution is None:
+        if execution is None or not _visible(execution, queues):
             raise NotFound("execution", execution_id)
         return execution
 
-    async def list(self, filters: ListFilter, limit: int, cursor: str | None) -> Page:
+    async def require_visible(self, execution_id: UUID, queues: frozenset[str] | None) -> None:
+        """NotFound unless the execution exists in one of `queues` (None: in any)."""
+        if queues is not None:
+            await self.get(execution_id, queues)
+
+    async def list(self, filters: ListFilter, limit: int, cursor: str | None,
+                   queues: frozenset[str] | None = None) -> Page:
         after = decode_cursor(cursor) if cursor else None
         async with self.db.transaction() as conn:
-            items = await self.executions.list(conn, filters, limit + 1, after)
+            if queues is None:
+                items = await self.executions.list(conn, filters, limit + 1, after)
+            else:
+                items = await self._list_in(conn, filters, limit + 1, after, queues)
         more = len(items) > limit
         items = items[:limit]
         return Page(items, encode_cursor(items[-1]) if more and items else None)
 
-    async def logs(self, execution_id: UUID, limit: int, cursor: str | None) -> LogPage:
+    async def logs(self, execution_id: UUID, limit: int, cursor: str | None,
+                   queues: frozenset[str] | None = None) -> LogPage:
         """A handler's log entries, oldest (first received) first, `limit` a page."""
         after = decode_log_cursor(cursor) if cursor else 0
         async with self.db.transaction() as conn:
+            await self._require_visible(conn, execution_id, queues)
             items = await self.log_repository.page(conn, execution_id, after, limit + 1)
             if not items and await self.executions.get(conn, execution_id) is None:
                 raise NotFound("execution", execution_id)
@@ -131,8 +147,9 @@ class ExecutionService:
         items = items[:limit]
         return LogPage(items, encode_log_cursor(items[-1]) if more and items else None)
 
-    async def cancel(self, execution_id: UUID) -> Execution:
+    async def cancel(self, execution_id: UUID, queues: frozenset[str] | None = None) -> Execution:
         async with self.db.transaction() as conn:
+            await self._require_visible(conn, execution_id, queues)
             execution = await self.executions.cancel(conn, execution_id)
             if execution is None:
                 await self._explain_refusal(conn, execution_id, "cancel")
@@ -143,10 +160,10 @@ class ExecutionService:
         assert execution is not None
         return execution
 
-    async def retry(self, execution_id: UUID) -> Execution:
+    async def retry(self, execution_id: UUID, queues: frozenset[str] | None = None) -> Execution:
         async with self.db.transaction() as conn:
             current = await self.executions.get(conn, execution_id)
-            if current is None:
+            if current is None or not _visible(current, queues):
                 raise NotFound("execution", execution_id)
             # Held until commit, like an enqueue: a handler being deleted cannot lose this job.
             if not await self.handlers.lock_for_enqueue(conn, [current.handler]):
@@ -158,18 +175,21 @@ class ExecutionService:
         assert execution is not None
         return execution
 
-    async def attempts(self, execution_id: UUID) -> list[Attempt]:
+    async def attempts(self, execution_id: UUID, queues: frozenset[str] | None = None) -> list[Attempt]:
         """One item per attempt dispatched, oldest first, the one in flight included."""
         async with self.db.transaction() as conn:
+            await self._require_visible(conn, execution_id, queues)
             items = await self.executions.attempts(conn, execution_id)
             if not items and await self.executions.get(conn, execution_id) is None:
                 raise NotFound("execution", execution_id)
         return items
 
-    async def events(self, execution_id: UUID, limit: int, cursor: str | None) -> EventPage:
+    async def events(self, execution_id: UUID, limit: int, cursor: str | None,
+                     queues: frozenset[str] | None = None) -> EventPage:
         """The typed transition events (attempt outcomes, user actions), oldest first, `limit` a page."""
         after = decode_event_cursor(cursor) if cursor else 0
         async with self.db.transaction() as conn:
+            await self._require_visible(conn, execution_id, queues)
             items = await self.executions.event_page(conn, execution_id, after, limit + 1)
             if not items and await self.executions.get(conn, execution_id) is None:
                 raise NotFound("execution", execution_id)
@@ -177,8 +197,32 @@ class ExecutionService:
         items = items[:limit]
         return EventPage(items, encode_event_cursor(items[-1]) if more and items else None)
 
+    async def _require_visible(self, conn: Any, execution_id: UUID, queues: frozenset[str] | None) -> None:
+        if queues is not None:
+            current = await self.executions.get(conn, execution_id)
+            if current is None or current.queue not in queues:
+                raise NotFound("execution", execution_id)
+
+    async def _list_in(self, conn: Any, filters: ListFilter, n: int, after: tuple[datetime, UUID] | None,
+                       queues: frozenset[str]) -> list[Execution]:
+        """The first `n` executions of the listing narrowed to `queues`: the page of each queue (the
+        one the filter names, if it is among them), merged in the listing's order (created_at
+        newest first, then id); each queue's page is a statement of the listing as it is."""
+        wanted = sorted(queues) if filters.queue is None else [filters.queue] if filters.queue in queues else []
+        items: list[Execution] = []
+        for queue in wanted:
+            items += await self.executions.list(conn, replace(filters, queue=queue), n, after)
+        if len(wanted) > 1:
+            items.sort(key=lambda e: e.id)
+            items.sort(key=lambda e: e.created_at, reverse=True)  # stable: ties stay in id order
+        return items[:n]
+
     async def _explain_refusal(self, conn: Any, execution_id: UUID, operation: str) -> None:
         current = await self.executions.get(conn, execution_id)
         if current is None:
             raise NotFound("execution", execution_id)
         raise InvalidTransition(operation, current.state)
+
+
+def _visible(execution: Execution, queues: frozenset[str] | None) -> bool:
+    return queues is None or execution.queue in queues

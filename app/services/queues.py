@@ -3,13 +3,17 @@
 The overview counts the live states and the dead letters (ENQUEUED, due and scheduled,
 PROCESSING, DEAD_LETTER) through the indexes on them, never the finished history: a count per
 completion would add a contended write to every job, and the nodes' Prometheus counters give
-the rates."""
+the rates.
+
+`queues`: those the caller's API key is limited to (None: every queue). The overview lists only
+those; pausing or resuming another is Forbidden, naming it."""
 
 from __future__ import annotations
 
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.queues import QueueRepository
+from app.domain.access import require_queue
 from app.domain.executions import QueueStatus
 from app.domain.metrics import QueueDepth
 from app.domain.states import JobState
@@ -22,11 +26,13 @@ class QueueService:
         self.queues = queues or QueueRepository()
         self.executions = executions or ExecutionRepository()
 
-    async def list(self) -> list[QueueStatus]:
+    async def list(self, queues: frozenset[str] | None = None) -> list[QueueStatus]:
         async with self.db.transaction() as conn:
-            return [_status(d) for d in await self.queues.depth(conn)]
+            depths = await self.queues.depth(conn)
+        return [_status(d) for d in depths if queues is None or d.queue in queues]
 
-    async def set_paused(self, name: str, paused: bool) -> QueueStatus:
+    async def set_paused(self, name: str, paused: bool, queues: frozenset[str] | None = None) -> QueueStatus:
+        require_queue(queues, name)
         async with self.db.transaction() as conn:
             await self.queues.set_paused(conn, name, paused)
             if not paused:

@@ -1,5 +1,6 @@
-"""API keys guard the management routes only (DESIGN §4): health, readiness and the OpenAPI
-document are open, and callback routes answer to the callback token alone."""
+"""Bootstrap API keys (JOBWIRE_API_KEYS, every scope) guard the management routes only (DESIGN §4):
+health, readiness and the OpenAPI document are open, and callback routes answer to the callback
+token alone. Database keys, their scopes and queues: tests/api/test_scoped_keys.py."""
 
 from __future__ import annotations
 
@@ -112,7 +113,8 @@ async def test_health_readiness_and_openapi_need_no_key(keyed: httpx.AsyncClient
     assert response.status_code == 200, response.text
 
 
-async def test_without_configured_keys_management_routes_are_open(api: httpx.AsyncClient) -> None:
+async def test_without_any_key_management_routes_are_open(api: httpx.AsyncClient) -> None:
+    # No bootstrap key and no database key: open (whatever credentials a request sends).
     assert (await api.get("/v1/executions")).status_code == 200
     assert (await api.get("/v1/handlers", headers={"authorization": "Bearer anything"})).status_code == 200
 

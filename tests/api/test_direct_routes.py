@@ -98,7 +98,7 @@ async def test_a_completion_is_answered_alike_both_ways(keyed: httpx.AsyncClient
 
 async def test_a_request_with_a_content_length_skips_fastapis_routing_and_a_streamed_one_takes_it() -> None:
     """So the tests above compare two paths: the router sees only the streamed request."""
-    app = create_api(max_request_bytes=1 << 20)
+    app = create_api(max_request_bytes=1 << 20, api_keys=["k"])  # a bootstrap key: no database asked
     routed: list[str] = []
     router = app.router
 
@@ -113,6 +113,7 @@ async def test_a_request_with_a_content_length_skips_fastapis_routing_and_a_stre
     app.router = Counting()  # type: ignore[assignment]
     app.state.services = None  # no service is reached: the body is refused first
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://jobwire") as client:
-        direct, framework = await both_ways(client, "/v1/jobs", {"handler": "h", "priority": "high"})
+        direct, framework = await both_ways(client, "/v1/jobs", {"handler": "h", "priority": "high"},
+                                            {"authorization": "Bearer k"})
     assert shape(direct) == shape(framework) == (422, ["priority"])
     assert routed == ["/v1/jobs"]  # once: the streamed request

@@ -64,7 +64,7 @@ async def test_sync_success_stores_result_and_is_signed_per_standard_webhooks(ap
     assert sent["metadata"] == {"context": {"k": "v"}}
     assert sent["callback"]["url"].endswith(f"/v1/executions/{job['id']}")
     headers = handler.headers[0]
-    assert headers["webhook-id"] == f"{job['id']}.0"
+    assert headers["webhook-id"] == job["id"] and headers["jobwire-attempt"] == "0"
     Webhook(secret).verify(handler.bodies[0], {k.lower(): v for k, v in headers.items()})
     assert await events(db, job["id"]) == [("ENQUEUED", 0), ("PROCESSING", 0), ("SUCCEEDED", 0)]
 

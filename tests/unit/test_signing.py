@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -17,6 +18,7 @@ from app.domain.signing import (
     callback_token,
     new_handler_secret,
     new_server_key,
+    sign_webhook,
     verify_callback_token,
 )
 from app.handlers.dispatch import request_body, signed_headers
@@ -52,10 +54,13 @@ def test_standardwebhooks_library_verifies_the_dispatch_signature() -> None:
     assert verified["execution_id"] == str(job.id)
 
 
-def test_webhook_id_is_execution_id_dot_attempt() -> None:
+def test_webhook_id_is_the_execution_id_on_every_attempt_and_the_attempt_has_its_own_header() -> None:
     job = claimed_job(attempt=3)
     _, headers = signed(job, now=1_800_000_000)
-    assert headers["webhook-id"] == f"{job.id}.3"
+    assert headers["webhook-id"] == str(job.id) and "." not in headers["webhook-id"]
+    assert headers["jobwire-attempt"] == "3"
+    _, again = signed(dataclasses.replace(job, attempt=4), now=1_800_000_000)
+    assert again["webhook-id"] == headers["webhook-id"] and again["jobwire-attempt"] == "4"
     assert headers["webhook-timestamp"] == "1800000000"
     assert headers["webhook-signature"].startswith("v1,")
     assert headers["content-type"] == "application/json"
@@ -79,7 +84,7 @@ def test_signature_covers_the_webhook_id() -> None:
     job = claimed_job()
     body, headers = signed(job)
     with pytest.raises(WebhookVerificationError):
-        Webhook(job.handler_secret).verify(body, {**headers, "webhook-id": f"{job.id}.{job.attempt + 1}"})
+        Webhook(job.handler_secret).verify(body, {**headers, "webhook-id": str(uuid.uuid4())})
 
 
 def test_signature_covers_the_timestamp() -> None:
@@ -88,6 +93,20 @@ def test_signature_covers_the_timestamp() -> None:
     moved = str(int(headers["webhook-timestamp"]) - 1)
     with pytest.raises(WebhookVerificationError):
         Webhook(job.handler_secret).verify(body, {**headers, "webhook-timestamp": moved})
+
+
+def test_one_signature_per_secret_space_separated_each_verifies_alone() -> None:
+    old, new = new_handler_secret(), new_handler_secret()
+    job = claimed_job()
+    body = request_body(job, "http://x/cb", "t")
+    headers = signed_headers([new, old], job, body)
+    signatures = headers["webhook-signature"].split(" ")
+    assert len(signatures) == 2 and all(s.startswith("v1,") for s in signatures)
+    assert signatures[0] == sign_webhook(new, headers["webhook-id"], int(headers["webhook-timestamp"]), body)
+    for secret in (old, new):
+        assert Webhook(secret).verify(body, headers)["execution_id"] == str(job.id)
+    with pytest.raises(WebhookVerificationError):
+        Webhook(new_handler_secret()).verify(body, headers)
 
 
 def test_callback_token_round_trip_yields_its_attempt() -> None:

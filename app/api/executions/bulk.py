@@ -10,11 +10,13 @@ from fastapi import APIRouter, Request
 from pydantic import Field, Strict, model_validator
 from starlette.responses import Response
 
+from app.api.auth import queues_of, requires
 from app.api.body import ManagementRoute
 from app.api.executions.models import StateName
 from app.api.fields import Name, ResponseModel, StrictModel
 from app.api.responses import FastJSON, problems
 from app.api.services import services_of
+from app.domain.access import Scope
 from app.domain.states import JobState
 from app.services.bulk import MAX_LIMIT, BulkAction, BulkResult, BulkSelection
 
@@ -59,18 +61,22 @@ def _view(result: BulkResult) -> dict[str, object]:
 
 async def _apply(request: Request, action: BulkAction, body: BulkSelectionIn) -> Response:
     s = services_of(request)
-    return FastJSON(_view(await s.bulk.apply(action, body.selection(), body.limit)))
+    return FastJSON(_view(await s.bulk.apply(action, body.selection(), body.limit, queues_of(request))))
 
 
 @router.delete("/{execution_id}", status_code=204, responses=problems(404, 409))
+@requires(Scope.OPERATE)
 async def delete_execution(execution_id: UUID, request: Request) -> Response:
     """Delete an execution in any state but ENQUEUED and PROCESSING (409), with its logs, steps and
     events. Its idempotency key is free again."""
-    await services_of(request).purge.delete(execution_id)
+    s = services_of(request)
+    await s.executions.require_visible(execution_id, queues_of(request))  # another queue's: 404
+    await s.purge.delete(execution_id)
     return Response(status_code=204)
 
 
 @router.post("/bulk-retry", response_model=BulkResultOut)
+@requires(Scope.OPERATE)
 async def bulk_retry(body: BulkSelectionIn, request: Request) -> Response:
     """DEAD_LETTER and CANCELLED executions → ENQUEUED now, each as a new attempt (as `/retry`);
     those whose handler is no longer registered are skipped."""
@@ -78,12 +84,14 @@ async def bulk_retry(body: BulkSelectionIn, request: Request) -> Response:
 
 
 @router.post("/bulk-cancel", response_model=BulkResultOut)
+@requires(Scope.OPERATE)
 async def bulk_cancel(body: BulkSelectionIn, request: Request) -> Response:
     """ENQUEUED and PROCESSING executions → CANCELLED (as `/cancel`)."""
     return await _apply(request, BulkAction.CANCEL, body)
 
 
 @router.post("/bulk-delete", response_model=BulkResultOut)
+@requires(Scope.OPERATE)
 async def bulk_delete(body: BulkSelectionIn, request: Request) -> Response:
     """Delete executions in any state but ENQUEUED and PROCESSING, with their logs, steps and events
     (as `DELETE /v1/executions/{id}`)."""

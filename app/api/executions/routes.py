@@ -8,18 +8,21 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
+from app.api.auth import queues_of, requires
 from app.api.body import ManagementRoute
 from app.api.executions.models import AttemptList, EventPage, ExecutionOut, ExecutionPage, LogPage, StateName
 from app.api.executions.views import attempt_view, event_view, execution_view, log_view
 from app.api.fields import Name
 from app.api.responses import FastJSON, problems
 from app.api.services import services_of
+from app.domain.access import Scope
 from app.domain.executions import ListFilter
 
 router = APIRouter(prefix="/v1/executions", tags=["executions"], route_class=ManagementRoute)
 
 
 @router.get("", response_model=ExecutionPage)
+@requires(Scope.READ)
 async def list_executions(
     request: Request,
     state: StateName | None = None,
@@ -32,17 +35,19 @@ async def list_executions(
     """Newest first, `limit` per page; pass `next_cursor` back as `cursor` for the next page."""
     s = services_of(request)
     page = await s.executions.list(ListFilter(state=state, queue=queue, handler=handler, job_id=job_id),
-                                   limit, cursor)
+                                   limit, cursor, queues_of(request))
     return FastJSON({"items": [execution_view(e) for e in page.items], "next_cursor": page.next_cursor})
 
 
 @router.get("/{execution_id}", response_model=ExecutionOut, responses=problems(404))
+@requires(Scope.READ)
 async def get_execution(execution_id: UUID, request: Request) -> Response:
     s = services_of(request)
-    return FastJSON(execution_view(await s.executions.get(execution_id)))
+    return FastJSON(execution_view(await s.executions.get(execution_id, queues_of(request))))
 
 
 @router.get("/{execution_id}/logs", response_model=LogPage, responses=problems(404))
+@requires(Scope.READ)
 async def execution_logs(
     execution_id: UUID,
     request: Request,
@@ -52,20 +57,22 @@ async def execution_logs(
     """The handlers' log entries, oldest (first received) first, each with the attempt that
     wrote it; `limit` per page, pass `next_cursor` back as `cursor`."""
     s = services_of(request)
-    page = await s.executions.logs(execution_id, limit, cursor)
+    page = await s.executions.logs(execution_id, limit, cursor, queues_of(request))
     return FastJSON({"items": [log_view(e) for e in page.items], "next_cursor": page.next_cursor})
 
 
 @router.get("/{execution_id}/attempts", response_model=AttemptList, responses=problems(404, 422))
+@requires(Scope.READ)
 async def execution_attempts(execution_id: UUID, request: Request) -> Response:
     """One item per attempt dispatched, oldest first: its own outcome (SUCCEEDED, FAILED, ABANDONED,
     CANCELLED; PROCESSING with `ended_at: null` while in flight), times, node, HTTP status and error.
     A claim that was never dispatched (put back to ENQUEUED at the same attempt) is not an attempt."""
     s = services_of(request)
-    return FastJSON({"items": [attempt_view(a) for a in await s.executions.attempts(execution_id)]})
+    return FastJSON({"items": [attempt_view(a) for a in await s.executions.attempts(execution_id, queues_of(request))]})
 
 
 @router.get("/{execution_id}/events", response_model=EventPage, responses=problems(404, 422))
+@requires(Scope.READ)
 async def execution_events(
     execution_id: UUID,
     request: Request,
@@ -78,19 +85,21 @@ async def execution_events(
     parameters), plus `retry_at` on a failed or abandoned attempt that another follows. Inserts,
     claims and re-enqueues are not listed. `limit` per page, pass `next_cursor` back as `cursor`."""
     s = services_of(request)
-    page = await s.executions.events(execution_id, limit, cursor)
+    page = await s.executions.events(execution_id, limit, cursor, queues_of(request))
     return FastJSON({"items": [event_view(e) for e in page.items], "next_cursor": page.next_cursor})
 
 
 @router.post("/{execution_id}/cancel", response_model=ExecutionOut, responses=problems(404, 409))
+@requires(Scope.OPERATE)
 async def cancel_execution(execution_id: UUID, request: Request) -> Response:
     """ENQUEUED or PROCESSING → CANCELLED. A running handler learns it from its progress callback."""
     s = services_of(request)
-    return FastJSON(execution_view(await s.executions.cancel(execution_id)))
+    return FastJSON(execution_view(await s.executions.cancel(execution_id, queues_of(request))))
 
 
 @router.post("/{execution_id}/retry", response_model=ExecutionOut, responses=problems(404, 409))
+@requires(Scope.OPERATE)
 async def retry_execution(execution_id: UUID, request: Request) -> Response:
     """DEAD_LETTER or CANCELLED → ENQUEUED now, as a new attempt."""
     s = services_of(request)
-    return FastJSON(execution_view(await s.executions.retry(execution_id)))
+    return FastJSON(execution_view(await s.executions.retry(execution_id, queues_of(request))))

@@ -1,18 +1,21 @@
-"""PUT/GET/DELETE /v1/handlers."""
+"""PUT/GET/DELETE /v1/handlers, and their signing secrets: POST/DELETE /v1/handlers/{name}/secrets."""
 
 from __future__ import annotations
 
 from typing import Annotated
+from uuid import UUID
 
 from fastapi import APIRouter, Path, Request
 from starlette.responses import Response
 
+from app.api.auth import requires
 from app.api.body import ManagementRoute
 from app.api.fields import Name
-from app.api.handlers.models import HandlerIn, HandlerList, HandlerOut
-from app.api.handlers.views import handler_view
+from app.api.handlers.models import HandlerIn, HandlerList, HandlerOut, SecretCreated, SecretIn
+from app.api.handlers.views import handler_view, new_secret_view
 from app.api.responses import FastJSON, problems
 from app.api.services import services_of
+from app.domain.access import Scope
 from app.services.handlers import HandlerSpec
 
 router = APIRouter(prefix="/v1/handlers", tags=["handlers"], route_class=ManagementRoute)
@@ -21,6 +24,7 @@ HandlerName = Annotated[Name, Path(description="handler name")]
 
 @router.put("/{name}", response_model=HandlerOut, status_code=200,
             responses={201: {"model": HandlerOut, "description": "created; the response carries the signing secret"}})
+@requires(Scope.ADMIN)
 async def put_handler(name: HandlerName, body: HandlerIn, request: Request) -> Response:
     """Register (201, with the `secret` shown only now) or replace (200) a handler."""
     s = services_of(request)
@@ -31,20 +35,47 @@ async def put_handler(name: HandlerName, body: HandlerIn, request: Request) -> R
 
 
 @router.get("", response_model=HandlerList)
+@requires(Scope.READ)
 async def list_handlers(request: Request) -> Response:
     s = services_of(request)
     return FastJSON({"items": [handler_view(h) for h in await s.handlers.list()]})
 
 
 @router.get("/{name}", response_model=HandlerOut, responses=problems(404))
+@requires(Scope.READ)
 async def get_handler(name: HandlerName, request: Request) -> Response:
     s = services_of(request)
     return FastJSON(handler_view(await s.handlers.get(name)))
 
 
 @router.delete("/{name}", status_code=204, responses=problems(404, 409))
+@requires(Scope.ADMIN)
 async def delete_handler(name: HandlerName, request: Request) -> Response:
     """409 while ENQUEUED or PROCESSING executions, or schedules, use it."""
     s = services_of(request)
     await s.handlers.delete(name)
+    return Response(status_code=204)
+
+
+@router.post("/{name}/secrets", response_model=SecretCreated, status_code=201, responses=problems(404, 409))
+@requires(Scope.ADMIN)
+async def add_handler_secret(name: HandlerName, request: Request, body: SecretIn | None = None) -> Response:
+    """Add a signing secret (rotation without downtime): from now on each dispatch carries one
+    `v1,` signature per active secret, so the handler verifies with the old or the new one. The
+    new `secret` is shown in this response only. With `expire_others_after_seconds` the handler's
+    other secrets stop signing that many seconds from now; else delete them when the handler has
+    the new one (DELETE …/secrets/{id}). 409 when the handler already holds 10 active secrets."""
+    s = services_of(request)
+    added = await s.handlers.add_secret(name, body.expire_others_after_seconds if body else None)
+    return FastJSON(new_secret_view(added), status_code=201)
+
+
+@router.delete("/{name}/secrets/{secret_id}", status_code=204, responses=problems(404, 409))
+@requires(Scope.ADMIN)
+async def delete_handler_secret(name: HandlerName, secret_id: Annotated[UUID, Path(description="secret id")],
+                                request: Request) -> Response:
+    """Retire a signing secret at once. 409 for the handler's last secret that does not expire (it
+    would be left none to sign with): add a new one first."""
+    s = services_of(request)
+    await s.handlers.delete_secret(name, secret_id)
     return Response(status_code=204)

@@ -1,10 +1,11 @@
-"""Handler → the JSON shape of HandlerOut."""
+"""Handler → the JSON shape of HandlerOut; a new secret → SecretCreated."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from app.domain.executions import Handler
+from app.domain.handler_secrets import NewHandlerSecret
 
 
 def handler_view(h: Handler, *, with_secret: bool = False) -> dict[str, Any]:
@@ -16,7 +17,12 @@ def handler_view(h: Handler, *, with_secret: bool = False) -> dict[str, Any]:
         "stateful": h.stateful,
         "created_at": h.created_at,
         "updated_at": h.updated_at,
+        "secrets": [{"id": str(s.id), "created_at": s.created_at, "expires_at": s.expires_at} for s in h.secrets],
     }
     if with_secret:
         view["secret"] = h.secret
     return view
+
+
+def new_secret_view(s: NewHandlerSecret) -> dict[str, Any]:
+    return {"id": str(s.id), "secret": s.secret, "created_at": s.created_at}

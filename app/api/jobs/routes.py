@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from app.api.auth import queues_of, requires
 from app.api.body import ManagementRoute, body_as
 from app.api.direct import direct
 from app.api.executions.models import ExecutionOut
@@ -12,6 +13,7 @@ from app.api.executions.views import execution_view
 from app.api.jobs.models import BatchIn, BatchOut, JobIn
 from app.api.responses import FastJSON, problems
 from app.api.services import services_of
+from app.domain.access import Scope
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.names import NAME_PATTERN, is_valid_name
 from app.domain.tracing import valid_traceparent
@@ -30,8 +32,10 @@ IDEMPOTENCY_DOC = ("the job's idempotency key, as the body's `idempotency_key` (
                               "description": "an idempotency key already stored with the same body"},
                         **problems(413)},
              openapi_extra=direct(JobIn, headers={"Idempotency-Key": IDEMPOTENCY_DOC, "traceparent": TRACEPARENT_DOC}))
+@requires(Scope.ENQUEUE)
 async def enqueue(request: Request) -> Response:
-    """Enqueue one job. A repeated idempotency key with the same body answers 200 with the first execution."""
+    """Enqueue one job. A repeated idempotency key with the same body answers 200 with the first execution.
+    A key limited to queues may enqueue into those only (403 naming the queue)."""
     body = body_as(request, JobIn)
     idempotency_key = request.headers.get("idempotency-key")
     traceparent = request.headers.get("traceparent")
@@ -41,16 +45,20 @@ async def enqueue(request: Request) -> Response:
             raise ValidationFailed([FieldError("Idempotency-Key", f"must match {NAME_PATTERN}")])
         if body.idempotency_key is not None and body.idempotency_key != idempotency_key:
             raise ValidationFailed([FieldError("idempotency_key", "differs from the Idempotency-Key header")])
-    [done] = await s.enqueue.enqueue([body.to_new_job(idempotency_key, valid_traceparent(traceparent))])
+    [done] = await s.enqueue.enqueue([body.to_new_job(idempotency_key, valid_traceparent(traceparent))],
+                                     queues=queues_of(request))
     return FastJSON(execution_view(done.execution), status_code=201 if done.created else 200)
 
 
 @router.post("/batch", response_model=BatchOut, status_code=201, responses=problems(413),
              openapi_extra=direct(BatchIn, headers={"traceparent": TRACEPARENT_DOC}))
+@requires(Scope.ENQUEUE)
 async def enqueue_batch(request: Request) -> Response:
-    """Enqueue 1–1,000 jobs atomically: one invalid item rejects all, naming it (`jobs[i]…`)."""
+    """Enqueue 1–1,000 jobs atomically: one invalid item rejects all, naming it (`jobs[i]…`); so does
+    an item in a queue the key is not limited to (403)."""
     body = body_as(request, BatchIn)
     s = services_of(request)
     trace = valid_traceparent(request.headers.get("traceparent"))
-    done = await s.enqueue.enqueue([job.to_new_job(traceparent=trace) for job in body.jobs], field_prefix="jobs")
+    done = await s.enqueue.enqueue([job.to_new_job(traceparent=trace) for job in body.jobs], field_prefix="jobs",
+                                   queues=queues_of(request))
     return FastJSON({"items": [execution_view(d.execution) for d in done]}, status_code=201)

@@ -5,10 +5,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from app.api.auth import requires
 from app.api.body import ManagementRoute
 from app.api.nodes.models import NodeList
 from app.api.responses import FastJSON
 from app.api.services import services_of
+from app.domain.access import Scope
 from app.domain.executions import Node
 
 router = APIRouter(prefix="/v1/nodes", tags=["nodes"], route_class=ManagementRoute)
@@ -20,6 +22,7 @@ def node_view(n: Node) -> dict[str, object]:
 
 
 @router.get("", response_model=NodeList)
+@requires(Scope.READ)
 async def list_nodes(request: Request) -> Response:
     """Nodes whose heartbeat is within JOBWIRE_HEARTBEAT_TIMEOUT, with their in-flight HTTP calls.
     A node whose heartbeat is older is taken for dead by the others, but only by a node that has

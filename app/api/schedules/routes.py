@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 from starlette.responses import Response
 
+from app.api.auth import requires
 from app.api.body import ManagementRoute
 from app.api.executions.models import ExecutionOut
 from app.api.executions.views import execution_view
@@ -15,6 +16,7 @@ from app.api.responses import FastJSON, problems
 from app.api.schedules.models import ScheduleIn, ScheduleList, ScheduleOut, SchedulePreview
 from app.api.schedules.views import schedule_view
 from app.api.services import services_of
+from app.domain.access import Scope
 from app.domain.schedules import ExecutionMode, MisfirePolicy, OverlapPolicy, ScheduleSpec
 
 router = APIRouter(prefix="/v1/schedules", tags=["schedules"], route_class=ManagementRoute)
@@ -23,6 +25,7 @@ JobId = Annotated[Name, Path(description="the schedule's job_id (its executions 
 
 @router.put("/{job_id}", response_model=ScheduleOut, status_code=200,
             responses={201: {"model": ScheduleOut, "description": "created"}, **problems(413)})
+@requires(Scope.ADMIN)
 async def put_schedule(job_id: JobId, body: ScheduleIn, request: Request) -> Response:
     """Create (201) or replace (200) a schedule: the caller's definition overwrites the stored one.
     Re-declaring an identical definition changes nothing. A new or changed schedule fires only
@@ -39,18 +42,21 @@ async def put_schedule(job_id: JobId, body: ScheduleIn, request: Request) -> Res
 
 
 @router.get("", response_model=ScheduleList)
+@requires(Scope.READ)
 async def list_schedules(request: Request) -> Response:
     s = services_of(request)
     return FastJSON({"items": [schedule_view(x) for x in await s.schedules.list()]})
 
 
 @router.get("/{job_id}", response_model=ScheduleOut, responses=problems(404))
+@requires(Scope.READ)
 async def get_schedule(job_id: JobId, request: Request) -> Response:
     s = services_of(request)
     return FastJSON(schedule_view(await s.schedules.get(job_id)))
 
 
 @router.delete("/{job_id}", status_code=204, responses=problems(404))
+@requires(Scope.ADMIN)
 async def delete_schedule(job_id: JobId, request: Request) -> Response:
     """Every node stops firing it within one tick; executions it fired stay."""
     s = services_of(request)
@@ -59,6 +65,7 @@ async def delete_schedule(job_id: JobId, request: Request) -> Response:
 
 
 @router.post("/{job_id}/trigger", response_model=ExecutionOut, status_code=201, responses=problems(404, 409))
+@requires(Scope.ADMIN)
 async def trigger_schedule(job_id: JobId, request: Request) -> Response:
     """Fire now, once: a CRON execution with `fire_at` = now, exempt from the overlap policy."""
     s = services_of(request)
@@ -66,6 +73,7 @@ async def trigger_schedule(job_id: JobId, request: Request) -> Response:
 
 
 @router.get("/{job_id}/preview", response_model=SchedulePreview, responses=problems(404))
+@requires(Scope.READ)
 async def preview_schedule(
     job_id: JobId,
     request: Request,

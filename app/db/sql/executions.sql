@@ -25,7 +25,7 @@ SELECT $COLUMNS FROM job_executions WHERE id = :id
 -- as they are (no decoding and encoding again on the way to the handler).
 SELECT id, job_id, job_type, handler, queue, attempt, max_attempts, CAST(payload AS text) AS payload,
        CAST(parameters AS text) AS parameters, CAST(metadata AS text) AS metadata, scheduled_at,
-       started_at, deadline_at, seconds_left, handler_url, handler_secret
+       started_at, deadline_at, seconds_left, handler_url, handler_secret, handler_secrets
 FROM jobwire_claim(:node, :n, :default_timeout, CAST(:queues AS text[]))
 
 -- fragment: locked

@@ -1,30 +1,76 @@
 -- Named statements for job_handlers and job_meta, parsed once by app/db/queries.py.
 
 -- name: handler_upsert
--- PUT semantics: the caller's definition replaces the stored one; the secret is minted on
--- insert only, as the handler's first signing secret (job_handler_secrets; job_handlers.secret
--- too, for nodes of the version before revision 20261201_0011). (xmax = 0) tells an insert from
--- an update.
+-- PUT semantics: the caller's definition replaces the stored one; the secret (:secret, as stored:
+-- whsec_… or jwenc1:…) is minted on insert only, as the handler's first signing secret
+-- (job_handler_secrets; job_handlers.secret too, for nodes of the version before revision
+-- 20261201_0011: written here, never read). (xmax = 0) tells an insert from an update.
 WITH h AS (
     INSERT INTO job_handlers (name, url, timeout_seconds, max_concurrency, stateful, secret)
     VALUES (:name, :url, :timeout_seconds, :max_concurrency, :stateful, :secret)
     ON CONFLICT (name) DO UPDATE
     SET url = EXCLUDED.url, timeout_seconds = EXCLUDED.timeout_seconds,
         max_concurrency = EXCLUDED.max_concurrency, stateful = EXCLUDED.stateful, updated_at = now()
-    RETURNING name, url, timeout_seconds, max_concurrency, stateful, secret, created_at, updated_at,
+    RETURNING name, url, timeout_seconds, max_concurrency, stateful, created_at, updated_at,
               (xmax = 0) AS created
 ), first_secret AS (
     INSERT INTO job_handler_secrets (handler, secret) SELECT h.name, :secret FROM h WHERE h.created
 )
-SELECT name, url, timeout_seconds, max_concurrency, stateful, secret, created_at, updated_at, created FROM h
+SELECT name, url, timeout_seconds, max_concurrency, stateful, created_at, updated_at, created FROM h
 
 -- name: handler_get
-SELECT name, url, timeout_seconds, max_concurrency, stateful, secret, created_at, updated_at
+SELECT name, url, timeout_seconds, max_concurrency, stateful, created_at, updated_at
 FROM job_handlers WHERE name = :name
 
 -- name: handlers_list
-SELECT name, url, timeout_seconds, max_concurrency, stateful, secret, created_at, updated_at
+SELECT name, url, timeout_seconds, max_concurrency, stateful, created_at, updated_at
 FROM job_handlers ORDER BY name
+
+-- name: handler_secrets_list
+-- The named handlers' secrets that still sign (expires_at unset or ahead), newest first (the
+-- order of the signatures); never their values.
+SELECT id, handler, created_at, expires_at FROM job_handler_secrets
+WHERE handler = ANY(:names) AND (expires_at IS NULL OR expires_at > now())
+ORDER BY handler, created_at DESC, id DESC
+
+-- name: handler_lock_for_secrets
+-- Adding and deleting a handler's secrets hold its row FOR NO KEY UPDATE until commit, so they
+-- run one at a time per handler (the "last secret" guard of handler_secret_delete, a later
+-- statement, sees every earlier one committed), while enqueues (FOR KEY SHARE) and claims go on.
+SELECT name FROM job_handlers WHERE name = :name FOR NO KEY UPDATE
+
+-- name: handler_secret_add
+-- A new signing secret (:secret as stored), newest of all; with :expire_after (seconds) the
+-- handler's other active secrets expire that long from now (an earlier expiry is kept). Secrets
+-- already expired are removed: they never sign again. One snapshot: the UPDATE does not see the
+-- new row.
+WITH expired AS (
+    DELETE FROM job_handler_secrets WHERE handler = :name AND expires_at <= now()
+), expiring AS (
+    UPDATE job_handler_secrets
+    SET expires_at = LEAST(expires_at, now() + make_interval(secs => CAST(:expire_after AS float8)))
+    WHERE handler = :name AND CAST(:expire_after AS float8) IS NOT NULL
+      AND (expires_at IS NULL OR expires_at > now())
+)
+INSERT INTO job_handler_secrets (handler, secret) VALUES (:name, :secret)
+RETURNING id, handler, created_at, expires_at
+
+-- name: handler_secret_delete
+-- Run after handler_lock_for_secrets. Removes the secret unless it is the handler's last one
+-- without an expiry (the others expired or expiring: it would be left with none that signs);
+-- says whether it was found and whether it was removed.
+WITH target AS (
+    SELECT id, expires_at FROM job_handler_secrets WHERE id = :id AND handler = :name
+), gone AS (
+    DELETE FROM job_handler_secrets s
+    USING target t
+    WHERE s.id = t.id
+      AND (t.expires_at IS NOT NULL
+           OR EXISTS (SELECT 1 FROM job_handler_secrets o
+                      WHERE o.handler = :name AND o.id <> t.id AND o.expires_at IS NULL))
+    RETURNING s.id
+)
+SELECT EXISTS (SELECT 1 FROM target) AS found, EXISTS (SELECT 1 FROM gone) AS deleted
 
 -- name: handlers_lock_for_enqueue
 -- Enqueue holds the handlers it uses FOR KEY SHARE until commit, so a concurrent delete waits

@@ -1,0 +1,1 @@
+"""API keys kept in the database: create (shown once), list, revoke."""
