@@ -1,0 +1,3 @@
+"""Jobwire's Python SDK."""
+
+__version__ = "0.1.0"
