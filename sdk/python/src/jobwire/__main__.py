@@ -1,0 +1,5 @@
+"""`python -m jobwire`: the `jobwire` command."""
+
+from jobwire.cli import main
+
+raise SystemExit(main())
