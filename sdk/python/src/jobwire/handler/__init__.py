@@ -1,0 +1,41 @@
+"""The handler toolkit: `async def handle(job, ctx)` as a Jobwire handler, on any ASGI server.
+
+    from jobwire.handler import asgi_app
+
+    async def handle(job, ctx):
+        ctx.progress(total=1, succeeded=1)
+        return {"hello": job.payload}
+
+    app = asgi_app(handle, os.environ["JOBWIRE_HANDLER_SECRET"])   # uvicorn module:app
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import httpx
+
+from jobwire.handler._asgi import Handle, HandlerApp
+from jobwire.handler._context import Context
+from jobwire.handler._errors import CallbackError, Permanent
+from jobwire.handler._job import Job
+
+__all__ = ["CallbackError", "Context", "HandlerApp", "Job", "Permanent", "asgi_app"]
+
+
+def asgi_app(handle: Handle, secret: str | Iterable[str], *, sync_window: float = 10.0,
+             http_client: httpx.AsyncClient | None = None, callback_timeout: float = 10.0,
+             shutdown_grace: float = 10.0) -> HandlerApp:
+    """An ASGI app running `await handle(job, ctx)` for each attempt Jobwire dispatches.
+
+    `secret`: the handler's `whsec_…` secret, or several during a rotation (a request is
+    accepted when any of them signed it). A request with no valid signature, or signed more
+    than 5 minutes away from now, gets a 401. What `handle` returns (JSON) is the result; an
+    exception fails the attempt (retried while attempts remain); `Permanent` fails it with no
+    retry. `handle` gets `sync_window` seconds (or half the time to the attempt's deadline,
+    when sooner) to answer in the request; after that the app answers 202, heartbeats, and
+    completes through the callback when `handle` returns. `http_client`: the httpx client for
+    callbacks (default: one of the app's own, `callback_timeout` seconds a call). On
+    lifespan shutdown, running attempts get `shutdown_grace` seconds to finish."""
+    return HandlerApp(handle, secret, sync_window=sync_window, http_client=http_client,
+                      callback_timeout=callback_timeout, shutdown_grace=shutdown_grace)
