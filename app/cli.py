@@ -1,4 +1,10 @@
-"""`jobwire serve | migrate | openapi | enqueue | status`."""
+"""The service's commands of the one `jobwire` command: `serve`, `migrate`, `openapi`.
+
+The SDK (sdk/python, `jobwire.cli`) owns the command and its client commands; it finds these
+through the entry-point group `jobwire.commands` (pyproject.toml), and calls each registrar with
+its argparse subparsers: the registrar adds its parser and `set_defaults(run=...)`, and `run(args)`
+does the work. So `pip install jobwire-sdk` alone gives an application the client commands
+without FastAPI, SQLAlchemy or an embedded PostgreSQL, and installing the service adds these."""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -168,68 +175,34 @@ def _openapi(args: argparse.Namespace) -> None:
     print(f"wrote {out}")
 
 
-def _client(args: argparse.Namespace):  # noqa: ANN202
-    import httpx
+def _run(command: Callable[[argparse.Namespace], None]) -> Callable[[argparse.Namespace], None]:
+    """Plain text lines until the command has read JOBWIRE_LOG_FORMAT (serve and migrate apply it
+    once they have their settings)."""
 
-    headers = {"authorization": f"Bearer {args.api_key}"} if args.api_key else {}
-    return httpx.Client(base_url=args.url, headers=headers, timeout=30)
+    def run(args: argparse.Namespace) -> None:
+        logging_setup.configure()
+        command(args)
 
-
-def _enqueue(args: argparse.Namespace) -> None:
-    body: dict[str, object] = {"handler": args.handler, "payload": json.loads(args.payload)}
-    if args.queue:
-        body["queue"] = args.queue
-    with _client(args) as client:
-        response = client.post("/v1/jobs", json=body)
-    print(json.dumps(response.json(), indent=2))
-    sys.exit(0 if response.is_success else 1)
+    return run
 
 
-def _status(args: argparse.Namespace) -> None:
-    with _client(args) as client:
-        if args.execution_id:
-            response = client.get(f"/v1/executions/{args.execution_id}")
-        else:
-            response = client.get("/v1/executions", params={"limit": args.limit})
-    print(json.dumps(response.json(), indent=2))
-    sys.exit(0 if response.is_success else 1)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="jobwire", description="REST job orchestration on PostgreSQL")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    serve = sub.add_parser("serve", help="run the API and the dispatcher")
+def serve_command(subparsers: argparse._SubParsersAction) -> None:
+    """Adds `jobwire serve [--host H] [--port P] [--log-level info]`."""
+    serve = subparsers.add_parser("serve", help="run the API and the dispatcher")
     serve.add_argument("--host", help="listen address (JOBWIRE_HOST)")
     serve.add_argument("--port", type=int, help="listen port (JOBWIRE_PORT)")
     serve.add_argument("--log-level", default="info", choices=tuple(logging_setup.LEVELS),
                        help="of Jobwire's and uvicorn's lines (JOBWIRE_LOG_FORMAT: their format)")
-    serve.set_defaults(func=_serve)
+    serve.set_defaults(run=_run(_serve))
 
-    sub.add_parser("migrate", help="alembic upgrade head").set_defaults(func=_migrate)
 
-    openapi = sub.add_parser("openapi", help="write the OpenAPI document")
+def migrate_command(subparsers: argparse._SubParsersAction) -> None:
+    """Adds `jobwire migrate`."""
+    subparsers.add_parser("migrate", help="alembic upgrade head").set_defaults(run=_run(_migrate))
+
+
+def openapi_command(subparsers: argparse._SubParsersAction) -> None:
+    """Adds `jobwire openapi [--output openapi/openapi.json]`."""
+    openapi = subparsers.add_parser("openapi", help="write the OpenAPI document")
     openapi.add_argument("--output", default="openapi/openapi.json")
-    openapi.set_defaults(func=_openapi)
-
-    for name, func, text in (("enqueue", _enqueue, "enqueue a job on a running server"),
-                             ("status", _status, "show executions of a running server")):
-        p = sub.add_parser(name, help=text)
-        p.add_argument("--url", default="http://127.0.0.1:8000")
-        p.add_argument("--api-key")
-        if name == "enqueue":
-            p.add_argument("handler")
-            p.add_argument("--payload", default="null", help="JSON")
-            p.add_argument("--queue")
-        else:
-            p.add_argument("execution_id", nargs="?")
-            p.add_argument("--limit", type=int, default=20)
-        p.set_defaults(func=func)
-
-    args = parser.parse_args(argv)
-    logging_setup.configure()  # serve and migrate apply JOBWIRE_LOG_FORMAT once they have read it
-    args.func(args)
-
-
-if __name__ == "__main__":
-    main()
+    openapi.set_defaults(run=_run(_openapi))

@@ -73,6 +73,18 @@ def app_env(app_root: Path | None) -> dict[str, str]:
     return env
 
 
+def jobwire_command(app_root: Path | None) -> list[str]:
+    """The `jobwire` command that runs `app_root`'s serve: the SDK's console script beside this
+    interpreter (it finds `serve` through the entry-point group `jobwire.commands`), or, for a
+    baseline from before the SDK owned the command (its app/cli.py has its own main and no
+    `serve_command` for the entry point to name), that module run directly."""
+    cli = app_root / "app" / "cli.py" if app_root is not None else None
+    if cli is not None and cli.exists() and "def serve_command" not in cli.read_text():
+        return [sys.executable, "-m", "app.cli"]
+    exe = Path(sys.executable).parent / "jobwire"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "jobwire"]
+
+
 async def start_jobwire(database_url: str, schema: str | None, concurrency: int | None,
                         app_root: Path | None = None, settings: dict[str, str] | None = None) -> Child:
     """One `jobwire serve` process (the console script beside this interpreter) on a free port,
@@ -89,9 +101,7 @@ async def start_jobwire(database_url: str, schema: str | None, concurrency: int 
     if concurrency:
         env["JOBWIRE_CONCURRENCY"] = str(concurrency)
     env.update(settings or {})
-    exe = Path(sys.executable).parent / "jobwire"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "app.cli"]
-    proc = subprocess.Popen([*cmd, "serve", "--log-level", "warning"], env=env, cwd=app_root)
+    proc = subprocess.Popen([*jobwire_command(app_root), "serve", "--log-level", "warning"], env=env, cwd=app_root)
     child = Child(proc, f"http://127.0.0.1:{port}")
     await wait_http(f"{child.url}/readyz", proc)
     return child

@@ -1,2 +1,0 @@
-def main() -> None:
-    raise SystemExit("jobwire: not yet")

@@ -1,0 +1,125 @@
+"""`jobwire jobs enqueue --from FILE.jsonl`: a file of jobs, one JSON object a line, sent in
+batches through `POST /v1/jobs/batch`.
+
+A batch is atomic on the server: one invalid job refuses all of them, naming each at fault
+(`jobs[3].handler`). Those jobs are counted failed and the rest of the batch is sent again, so
+one bad line costs one job, not a thousand. A line that is not a JSON object is failed here,
+never sent.
+
+The batch's answer does not say which executions it created and which an idempotency key found:
+a job the file gave no key was created (the client adds a fresh key); one with a key was
+created when its execution's `created_at` is the batch's own insert time (PostgreSQL's `now()`,
+the same for every row the batch inserted), which is no earlier than when the batch was sent."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from jobwire.errors import ProblemError
+
+BATCH_SIZE = 500
+MAX_BATCH = 1000  # the API's limit
+# How far the server's clock may be behind this machine's when telling a created execution
+# from one its idempotency key found.
+CLOCK_SKEW = timedelta(seconds=1)
+_ITEM = re.compile(r"^jobs\[(\d+)\]")
+
+
+@dataclass
+class Tally:
+    created: int = 0
+    existing: int = 0
+    failed: int = 0
+    failures: list[tuple[int, str]] = field(default_factory=list)  # (line, reason)
+
+    @property
+    def done(self) -> int:
+        return self.created + self.existing + self.failed
+
+    def fail(self, line: int, reason: str) -> None:
+        self.failed += 1
+        self.failures.append((line, " ".join(reason.split())))
+
+    def failure_lines(self) -> list[str]:
+        """`line N: reason`, in file order (a line refused by the server is known after the lines
+        after it that were not JSON)."""
+        return [f"line {line}: {reason}" for line, reason in sorted(self.failures)]
+
+    def summary(self) -> dict[str, int]:
+        return {"created": self.created, "existing": self.existing, "failed": self.failed}
+
+
+def read_jobs(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """(line number, job) per non-blank line; instead of the job, why the line is no job."""
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                job = json.loads(line)
+            except ValueError as exc:
+                yield number, f"not JSON: {exc}"
+                continue
+            yield number, job if isinstance(job, dict) else "not a JSON object"
+
+
+def count_lines(path: Path) -> int:
+    with path.open("rb") as data:
+        return sum(1 for line in data if line.strip())
+
+
+def send(client: Any, batch: Sequence[tuple[int, dict[str, Any]]], tally: Tally) -> None:
+    """Enqueue `batch` ((line, job) pairs); the jobs the server names as invalid are failed and
+    the others sent again. Any other refusal is the command's failure: it is raised."""
+    while batch:
+        sent_at = datetime.now(UTC)
+        try:
+            executions = client.enqueue_batch([job for _, job in batch])
+        except ProblemError as problem:
+            faulty = _named_items(problem, len(batch))
+            if not faulty:
+                raise
+            for index in sorted(faulty):
+                tally.fail(batch[index][0], faulty[index])
+            batch = [item for index, item in enumerate(batch) if index not in faulty]
+            continue
+        created = _created(batch, executions, sent_at)
+        tally.created += sum(created)
+        tally.existing += len(created) - sum(created)
+        return
+
+
+def _named_items(problem: ProblemError, size: int) -> dict[int, str]:
+    """The batch positions a 413 or 422 names (`jobs[3].payload: …`), with the reason."""
+    if problem.status not in (413, 422):
+        return {}
+    named: dict[int, str] = {}
+    for error in problem.errors:
+        match = _ITEM.match(str(error.get("field") or ""))
+        if match and int(match[1]) < size:
+            index = int(match[1])
+            field_name = str(error.get("field"))[match.end():].lstrip(".") or "job"
+            named.setdefault(index, f"{field_name}: {error.get('message')}")
+    return named
+
+
+def _created(batch: Sequence[tuple[int, dict[str, Any]]], executions: Sequence[Any], sent_at: datetime) -> list[bool]:
+    keyed = [job.get("idempotency_key") is not None for _, job in batch]
+    times = [e.created_at for e in executions]
+    anchors = [t for t, k in zip(times, keyed, strict=True) if not k and t is not None]
+    inserted_at = anchors[0] if anchors else max((t for t in times if t is not None), default=None)
+    if inserted_at is not None and not anchors and inserted_at < sent_at - CLOCK_SKEW:
+        inserted_at = None  # every job was found by its key: none is as new as this batch
+    seen: set[str] = set()
+    created = []
+    for execution, key, at in zip(executions, keyed, times, strict=True):
+        new = (not key or at == inserted_at) and execution.id not in seen
+        seen.add(execution.id)  # a key twice in one batch: the second finds the first's execution
+        created.append(new)
+    return created

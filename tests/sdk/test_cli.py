@@ -1,0 +1,418 @@
+"""The one `jobwire` command, owned by the SDK (issue 17, item 5): its client commands against a
+real server and database, the service's `serve`, `migrate` and `openapi` reached through the
+entry-point group `jobwire.commands`, and every failure said in one line on stderr with its exit
+status (1 refused or unreachable, 2 usage), never a traceback.
+
+End-to-end tests run the installed console script as a subprocess; the rest call `main` in a
+thread (the server runs in the test's event loop, which a blocking call on it would stall)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from aiohttp import web
+
+from jobwire.cli import build_parser, main
+from jobwire.cli.plugins import GROUP, load_commands
+from tests.conftest import (
+    HandlerServer,
+    RunningServer,
+    free_port,
+    register,
+    settings_for,
+    start_server,
+    wait_for_state,
+)
+
+JOBWIRE = str(Path(sys.executable).parent / "jobwire")
+
+
+@dataclass
+class Done:
+    status: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+    def json_lines(self) -> list[Any]:
+        return [json.loads(line) for line in self.out.splitlines()]
+
+
+def environment(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("JOBWIRE_")}
+    env.update(extra)
+    return env
+
+
+async def jobwire_process(*args: str, timeout: float = 120, **env: str) -> Done:
+    """The installed `jobwire` as a subprocess; its stderr never holds a traceback."""
+    done = await asyncio.to_thread(subprocess.run, [JOBWIRE, *args], env=environment(**env), capture_output=True,
+                                   text=True, timeout=timeout)
+    assert "Traceback" not in done.stderr, done.stderr
+    return Done(done.returncode, done.stdout, done.stderr)
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Awaitable[Done]]:
+    """`main([...])` in this process (in a thread), with JOBWIRE_* of the environment removed."""
+    for name in list(os.environ):
+        if name.upper().startswith("JOBWIRE_"):
+            monkeypatch.delenv(name)
+
+    async def run(*args: str) -> Done:
+        capsys.readouterr()
+        status = await asyncio.to_thread(main, list(args))
+        out, err = capsys.readouterr()
+        assert "Traceback" not in err, err
+        return Done(status, out, err)
+
+    return run
+
+
+@pytest.fixture(scope="module")
+async def server(database_url: str) -> AsyncIterator[RunningServer]:
+    """The API without the dispatcher: what a command stores stays as it is."""
+    running = await start_server(settings_for(database_url), background=False)
+    yield running
+    await running.stop()
+
+
+@pytest.fixture
+async def api(server: RunningServer, db: Any) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        yield client
+
+
+def unreachable_url() -> str:
+    return f"http://127.0.0.1:{free_port()}"
+
+
+# --- the command and its plugins -----------------------------------------------------------
+
+async def test_the_service_commands_are_reached_through_the_sdk_command(tmp_path: Path) -> None:
+    listed = await jobwire_process("--help")
+    assert listed.status == 0
+    for command in ("serve", "migrate", "openapi", "handlers", "jobs", "executions", "queues", "schedules", "status"):
+        assert command in listed.out
+    serve = await jobwire_process("serve", "--help")
+    assert serve.status == 0 and "--log-level" in serve.out and "--port" in serve.out
+    written = await jobwire_process("openapi", "--output", str(tmp_path / "api" / "openapi.json"))
+    assert written.status == 0 and "wrote" in written.out
+    document = json.loads((tmp_path / "api" / "openapi.json").read_text())
+    assert "/v1/jobs" in document["paths"]
+
+
+async def test_jobwire_migrate_brings_a_database_to_head(fresh_database: Callable[[], Awaitable[str]]) -> None:
+    url = await fresh_database()
+    done = await jobwire_process("migrate", JOBWIRE_DATABASE_URL=url)
+    assert (done.status, done.out.strip()) == (0, "migrations at head"), done.err
+    again = await jobwire_process("migrate", JOBWIRE_DATABASE_URL=url)
+    assert again.status == 0
+
+
+async def test_python_dash_m_jobwire_is_the_same_command() -> None:
+    done = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "jobwire", "--version"],
+                                   env=environment(), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("jobwire-sdk "), done.stderr
+    assert "jobwire service" in done.stdout  # the service is installed beside the SDK here
+
+
+def registrar_that_refuses(subparsers: Any) -> None:
+    raise RuntimeError("this package is broken")
+
+
+def interrupted_command(subparsers: Any) -> None:
+    def run(_: Any) -> None:
+        raise KeyboardInterrupt
+
+    subparsers.add_parser("sleepy").set_defaults(run=run)
+
+
+def test_an_entry_point_that_cannot_load_costs_only_its_own_command() -> None:
+    found = [EntryPoint("gone", "no_such_module_anywhere:command", GROUP),
+             EntryPoint("refuses", f"{__name__}:registrar_that_refuses", GROUP),
+             EntryPoint("openapi", "app.cli:openapi_command", GROUP)]
+    parser, _ = build_parser(plugins=False)
+    subparsers = next(a for a in parser._actions if a.dest == "command")
+    failures = load_commands(subparsers, found)
+    assert len(failures) == 2
+    assert failures[0].startswith("jobwire: command 'gone' (no_such_module_anywhere:command) not loaded: "
+                                  "ModuleNotFoundError")
+    assert "RuntimeError: this package is broken" in failures[1]
+    assert all("\n" not in line for line in failures)
+    assert parser.parse_args(["openapi", "--output", "x.json"]).output == "x.json"
+
+
+@pytest.fixture
+def logging_kept() -> Iterator[None]:
+    """`jobwire openapi` in this process points the root logger at the captured stderr: put back
+    the handlers it replaced, before that stream is closed."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+async def test_a_broken_plugin_is_one_line_on_stderr_and_the_others_still_run(
+        cli: Callable[..., Awaitable[Done]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        logging_kept: None) -> None:
+    installed = [EntryPoint("gone", "no_such_module_anywhere:command", GROUP),
+                 EntryPoint("openapi", "app.cli:openapi_command", GROUP),
+                 EntryPoint("sleepy", f"{__name__}:interrupted_command", GROUP)]
+    monkeypatch.setattr("jobwire.cli.plugins.entry_points", lambda group: installed if group == GROUP else [])
+    done = await cli("openapi", "--output", str(tmp_path / "openapi.json"))
+    assert done.status == 0 and (tmp_path / "openapi.json").exists()
+    [line] = done.err.splitlines()
+    assert line.startswith("jobwire: command 'gone'")
+    interrupted = await cli("sleepy")
+    assert interrupted.status == 130 and interrupted.out == ""
+
+
+# --- failures ------------------------------------------------------------------------------
+
+async def test_a_usage_error_exits_2(cli: Callable[..., Awaitable[Done]]) -> None:
+    for args in (["executions"], ["jobs", "enqueue", "h", "--payload", "{not json"], ["queues", "drain", "q"],
+                 ["jobs", "enqueue", "--batch-size", "5000", "--from", "x.jsonl"]):
+        with pytest.raises(SystemExit) as exited:
+            await cli(*args)
+        assert exited.value.code == 2, args
+    done = await jobwire_process("jobs", "enqueue", "h", "--payload", "{not json")
+    assert done.status == 2 and "not JSON" in done.err
+
+
+async def test_a_refusal_is_one_line_on_stderr_and_exit_1(api: httpx.AsyncClient, server: RunningServer) -> None:
+    missing = await jobwire_process("executions", "show", str(uuid.uuid4()), "--url", server.url)
+    assert missing.status == 1 and missing.out == ""
+    [line] = missing.err.splitlines()
+    assert line.startswith("jobwire: 404 ")
+    refused = await jobwire_process("jobs", "enqueue", "no-such-handler", "--json", JOBWIRE_URL=server.url)
+    [line] = refused.err.splitlines()
+    assert refused.status == 1 and line.startswith("jobwire: 422 ") and "handler: no handler named" in line, line
+
+
+async def test_an_unreachable_server_is_one_line_on_stderr_and_exit_1() -> None:
+    url = unreachable_url()
+    for args in (["status"], ["handlers", "list", "--json"], ["jobs", "enqueue", "h"]):
+        done = await jobwire_process(*args, JOBWIRE_URL=url)
+        assert done.status == 1, done
+        [line] = done.err.splitlines()
+        assert line.startswith(f"jobwire: cannot reach {url}: "), line
+
+
+async def test_url_and_api_key_come_from_the_environment(jobwire: Callable[..., Awaitable[RunningServer]]) -> None:
+    running = await jobwire(api_keys=["s3cret"])
+    keyed = await jobwire_process("handlers", "list", "--json", JOBWIRE_URL=running.url, JOBWIRE_API_KEY="s3cret")
+    assert (keyed.status, keyed.out) == (0, "")
+    anonymous = await jobwire_process("queues", "list", JOBWIRE_URL=running.url)
+    [line] = anonymous.err.splitlines()
+    assert anonymous.status == 1 and line.startswith("jobwire: 401 ")
+    flag = await jobwire_process("queues", "list", "--json", "--api-key", "s3cret", "--url", running.url,
+                                 JOBWIRE_URL=unreachable_url())
+    assert flag.status == 0
+
+
+# --- the client commands on a live server --------------------------------------------------
+
+async def test_handlers_put_show_list_delete(cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient,
+                                             server: RunningServer) -> None:
+    url = ("--url", server.url)
+    created = await cli("handlers", "put", "mailer", "http://127.0.0.1:9/mail", "--timeout-seconds", "5",
+                        "--max-concurrency", "3", *url, "--json")
+    assert created.status == 0
+    handler = created.json()
+    assert handler["secret"].startswith("whsec_") and handler["max_concurrency"] == 3
+    shown = (await cli("handlers", "show", "mailer", *url, "--json")).json()
+    assert shown["url"] == "http://127.0.0.1:9/mail" and "secret" not in shown
+    [listed] = (await cli("handlers", "list", *url, "--json")).json_lines()
+    assert listed["name"] == "mailer"
+    table = await cli("handlers", "list", *url)
+    assert "mailer" in table.out and "http://127.0.0.1:9/mail" in table.out
+    deleted = await cli("handlers", "delete", "mailer", *url)
+    assert deleted.status == 0 and "deleted handler mailer" in deleted.out
+    gone = await cli("handlers", "show", "mailer", *url)
+    assert gone.status == 1 and gone.err.startswith("jobwire: 404 ")
+
+
+async def test_jobs_enqueue_and_the_older_enqueue_print_the_execution(
+        cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient, server: RunningServer) -> None:
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    one = await cli("jobs", "enqueue", "mailer", "--payload", '{"to": "a@example.com"}', "--queue", "mail",
+                    "--priority", "7", "--url", server.url, "--json")
+    execution = one.json()
+    assert (execution["state"], execution["queue"], execution["priority"]) == ("ENQUEUED", "mail", 7)
+    assert execution["payload"] == {"to": "a@example.com"}
+    table = await cli("jobs", "enqueue", "mailer", "--url", server.url)
+    assert table.status == 0 and "ENQUEUED" in table.out
+
+    before = await jobwire_process("enqueue", "mailer", "--payload", "[1, 2]", "--queue", "old", JOBWIRE_URL=server.url)
+    assert before.status == 0 and before.out.startswith("{\n  ")  # indented JSON, as it always was
+    old = before.json()
+    assert (old["handler"], old["queue"], old["payload"]) == ("mailer", "old", [1, 2])
+    shown = await jobwire_process("status", old["id"], "--url", server.url)
+    assert shown.status == 0 and shown.json()["id"] == old["id"]
+
+
+async def test_executions_list_show_cancel_retry(cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient,
+                                                 server: RunningServer) -> None:
+    url = ("--url", server.url)
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    ids = [(await api.post("/v1/jobs", json={"handler": "mailer", "queue": q})).json()["id"]
+           for q in ("a", "a", "b")]
+    listed = (await cli("executions", "list", *url, "--json")).json_lines()
+    assert [e["id"] for e in listed] == ids[::-1]  # newest first
+    only_a = (await cli("executions", "list", "--queue", "a", "--limit", "1", *url, "--json")).json_lines()
+    assert [e["id"] for e in only_a] == [ids[1]]
+    assert ids[0] in (await cli("executions", "list", *url)).out
+    assert (await cli("executions", "show", ids[0], *url, "--json")).json()["state"] == "ENQUEUED"
+    assert (await cli("executions", "cancel", ids[0], *url, "--json")).json()["state"] == "CANCELLED"
+    again = await cli("executions", "cancel", ids[0], *url)
+    assert again.status == 1 and again.err.startswith("jobwire: 409 ") and len(again.err.splitlines()) == 1
+    retried = await cli("executions", "retry", ids[0], *url)
+    assert retried.status == 0 and "ENQUEUED" in retried.out
+
+
+async def test_executions_attempts_and_logs_of_a_dispatched_job(
+        cli: Callable[..., Awaitable[Done]], jobwire: Callable[..., Awaitable[RunningServer]],
+        handler: HandlerServer) -> None:
+    async def logs_then_succeeds(_: web.Request, job: dict[str, Any]) -> web.StreamResponse:
+        async with httpx.AsyncClient() as client:
+            await client.post(f"{job['callback']['url']}/logs",
+                              headers={"authorization": f"Bearer {job['callback']['token']}"},
+                              json={"entries": [{"level": "INFO", "message": "sent [bold]the mail[/bold]"}]})
+        return web.json_response({"result": "ok"})
+
+    running = await jobwire()
+    async with httpx.AsyncClient(base_url=running.url, timeout=30) as api:
+        await register(api, "mailer", handler.route("/mail", logs_then_succeeds))
+        job = (await api.post("/v1/jobs", json={"handler": "mailer"})).json()
+        await wait_for_state(api, job["id"], "SUCCEEDED")
+    url = ("--url", running.url)
+    [attempt] = (await cli("executions", "attempts", job["id"], *url, "--json")).json_lines()
+    assert (attempt["attempt"], attempt["state"], attempt["http_status"]) == (0, "SUCCEEDED", 200)
+    [entry] = (await cli("executions", "logs", job["id"], *url, "--json")).json_lines()
+    assert entry["message"] == "sent [bold]the mail[/bold]"
+    shown = await cli("executions", "logs", job["id"], *url)
+    assert "sent [bold]the mail[/bold]" in shown.out  # shown as sent, not read as markup
+
+
+async def test_queues_list_pause_resume(cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient,
+                                        server: RunningServer) -> None:
+    url = ("--url", server.url)
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    await api.post("/v1/jobs", json={"handler": "mailer", "queue": "mail"})
+    assert (await cli("queues", "pause", "mail", *url, "--json")).json()["paused"] is True
+    [queue] = [q for q in (await cli("queues", "list", *url, "--json")).json_lines() if q["name"] == "mail"]
+    assert queue["paused"] is True and queue["counts"]["ENQUEUED"] == 1
+    assert "mail" in (await cli("queues", "list", *url)).out
+    assert (await cli("queues", "resume", "mail", *url, "--json")).json()["paused"] is False
+
+
+async def test_schedules_put_list_show_preview_trigger_delete(
+        cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient, server: RunningServer) -> None:
+    url = ("--url", server.url)
+    await register(api, "reports", "http://127.0.0.1:9/reports")
+    put = await cli("schedules", "put", "nightly", "--cron", "0 3 * * *", "--handler", "reports",
+                    "--timezone", "Europe/Paris", "--payload", '{"kind": "daily"}', "--no-enabled", *url, "--json")
+    schedule = put.json()
+    assert (schedule["job_id"], schedule["timezone"], schedule["enabled"]) == ("nightly", "Europe/Paris", False)
+    [listed] = (await cli("schedules", "list", *url, "--json")).json_lines()
+    assert listed["job_id"] == "nightly"
+    assert (await cli("schedules", "show", "nightly", *url, "--json")).json()["cron"] == "0 3 * * *"
+    fires = (await cli("schedules", "preview", "nightly", "--count", "3", *url, "--json")).json_lines()
+    assert len(fires) == 3 and all(fire.endswith(("+00:00", "Z")) for fire in fires)
+    assert "next fire" in (await cli("schedules", "preview", "nightly", *url)).out
+    fired = (await cli("schedules", "trigger", "nightly", *url, "--json")).json()
+    assert (fired["job_id"], fired["payload"]) == ("nightly", {"kind": "daily"})
+    assert (await cli("schedules", "delete", "nightly", *url)).status == 0
+    assert (await cli("schedules", "show", "nightly", *url)).status == 1
+
+
+async def test_status_shows_queues_nodes_and_recent_failures(
+        cli: Callable[..., Awaitable[Done]], jobwire: Callable[..., Awaitable[RunningServer]],
+        handler: HandlerServer) -> None:
+    async def fails(_: web.Request, job: dict[str, Any]) -> web.StreamResponse:
+        return web.json_response({"error": "no"}, status=500)
+
+    running = await jobwire(node_name="cli-node")
+    async with httpx.AsyncClient(base_url=running.url, timeout=30) as api:
+        await register(api, "flaky", handler.route("/flaky", fails))
+        job = (await api.post("/v1/jobs", json={"handler": "flaky", "max_attempts": 1})).json()
+        await wait_for_state(api, job["id"], "DEAD_LETTER")
+    document = (await cli("status", "--url", running.url, "--json")).json()
+    assert [f["id"] for f in document["recent_failures"]] == [job["id"]]
+    assert any(q["name"] == "default" for q in document["queues"])
+    assert document["nodes"] and all("server_id" in n for n in document["nodes"])
+    tables = await cli("status", "--url", running.url)
+    assert tables.status == 0
+    for seen in ("queues", "nodes", "recent failures", job["id"], "default"):
+        assert seen in tables.out
+    assert all(len(line) <= 200 for line in tables.out.splitlines())
+
+
+# --- bulk enqueue from a file --------------------------------------------------------------
+
+async def test_ten_thousand_jobs_from_a_jsonl_file_are_all_enqueued(api: httpx.AsyncClient, server: RunningServer,
+                                                                    tmp_path: Path) -> None:
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text("".join(json.dumps({"handler": "mailer", "queue": "bulk", "payload": {"n": n},
+                                        "idempotency_key": f"mail-{n}"}) + "\n" for n in range(10_000)))
+    done = await jobwire_process("jobs", "enqueue", "--from", str(jobs), "--url", server.url, timeout=300)
+    assert done.status == 0, done.err
+    assert done.out.strip() == f"{jobs}: 10000 created, 0 existing, 0 failed (done)"
+    [queue] = [q for q in (await api.get("/v1/queues")).json()["items"] if q["name"] == "bulk"]
+    assert queue["counts"]["ENQUEUED"] == 10_000
+
+    # The same file again: every key finds its execution, nothing is inserted twice.
+    again = await jobwire_process("jobs", "enqueue", "--from", str(jobs), "--batch-size", "1000",
+                                  "--url", server.url, "--json", timeout=300)
+    assert again.status == 0 and again.json() == {"created": 0, "existing": 10_000, "failed": 0, "complete": True}
+    [queue] = [q for q in (await api.get("/v1/queues")).json()["items"] if q["name"] == "bulk"]
+    assert queue["counts"]["ENQUEUED"] == 10_000
+
+
+async def test_bad_lines_fail_alone_and_the_rest_of_their_batch_is_enqueued(
+        cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient, server: RunningServer, tmp_path: Path) -> None:
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text("\n".join([
+        '{"payload": 1}',
+        '{"payload": 2, "handler": "no-such-handler"}',
+        "{not json",
+        "",
+        '[1, 2]',
+        '{"payload": 5, "queue": "other"}',
+    ]) + "\n")
+    done = await cli("jobs", "enqueue", "mailer", "--queue", "imported", "--from", str(jobs), "--url", server.url,
+                     "--json")
+    assert done.status == 1
+    assert done.json() == {"created": 2, "existing": 0, "failed": 3, "complete": True}
+    failures = done.err.splitlines()
+    said = [line.removeprefix(f"jobwire: {jobs}: ").split(":")[0] for line in failures]
+    assert said == ["line 2", "line 3", "line 5"]
+    assert failures[0].startswith(f"jobwire: {jobs}: line 2: handler: ")
+    listed = (await api.get("/v1/executions")).json()["items"]
+    assert sorted((e["queue"], e["payload"]) for e in listed) == [("imported", 1), ("other", 5)]
+
+
+async def test_a_file_that_cannot_be_read_is_one_line(cli: Callable[..., Awaitable[Done]], tmp_path: Path) -> None:
+    done = await cli("jobs", "enqueue", "--from", str(tmp_path / "missing.jsonl"), "--url", unreachable_url())
+    assert done.status == 1
+    [line] = done.err.splitlines()
+    assert line.startswith("jobwire: No such file or directory: ") and "missing.jsonl" in line
