@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from importlib import resources
+import re
 from typing import Any
 
 from fastapi import FastAPI
@@ -18,6 +19,7 @@ from app.api import errors
 from app.api.api_keys.routes import router as api_keys
 from app.api.body import BodyLimitMiddleware, ManagementRoute, StrictJSONRoute
 from app.api.direct import BODY_MODELS, MARK, DirectRoutes
+from app.api.examples import SCHEMA_EXAMPLES
 from app.api.callbacks.routes import router as callbacks
 from app.api.executions.bulk import router as bulk_executions
 from app.api.executions.routes import router as executions
@@ -26,8 +28,10 @@ from app.api.health.routes import router as health
 from app.api.jobs.routes import router as jobs
 from app.api.nodes.routes import router as nodes
 from app.api.queues.routes import router as queues
-from app.api.responses import Problem, problems
+from app.api.responses import Problem, problem_response, problems
 from app.api.schedules.routes import router as schedules
+from app.api.tags import TAGS
+from app.api.webhooks.routes import router as webhooks
 from app.domain.access import Scope, granting
 
 DESCRIPTION = """\
@@ -49,7 +53,7 @@ def create_api(
     lifespan: Callable[[FastAPI], AbstractAsyncContextManager[Any]] | None = None,
 ) -> FastAPI:
     app = FastAPI(title="Jobwire", version="0.1.0", description=DESCRIPTION, lifespan=lifespan,
-                  docs_url=None, redoc_url=None)
+                  docs_url=None, redoc_url=None, openapi_tags=TAGS)
     app.state.api_keys = tuple(k.encode() for k in api_keys)
     errors.install(app)
 
@@ -63,6 +67,7 @@ def create_api(
         app.include_router(router, responses={**problems(401, 422, 503), **FORBIDDEN, **NOT_JSON})
     app.include_router(callbacks, responses=problems(401, 403, 404, 409, 422, 503))
     app.include_router(health)
+    app.webhooks.include_router(webhooks)  # documented only: what the dispatcher sends to handlers
     app.add_middleware(BodyLimitMiddleware, limit=max_request_bytes)
     app.add_middleware(DirectRoutes, limit=max_request_bytes)  # outside the body cap: it checks the length itself
     _complete_document(app)
@@ -71,15 +76,14 @@ def create_api(
 
 
 # Management routes take a body as JSON only (ManagementRoute, app/api/body.py).
-NOT_JSON: dict[int | str, dict[str, Any]] = {415: {
-    "model": Problem, "description": "a request body not sent as JSON (content-type application/json, or "
-                                     "application/<something>+json)",
-    "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}}
+NOT_JSON: dict[int | str, dict[str, Any]] = {415: problem_response(
+    "a request body not sent as JSON (content-type application/json, or application/<something>+json)")}
 # A key without the route's scope, or limited to other queues (app/api/auth.py).
-FORBIDDEN: dict[int | str, dict[str, Any]] = {403: {
-    "model": Problem, "description": "the API key lacks the scope this operation needs (`x-jobwire-scope`), or "
-                                     "is limited to other queues; `detail` names what it lacks",
-    "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}}
+FORBIDDEN: dict[int | str, dict[str, Any]] = {403: problem_response(
+    "the API key lacks the scope this operation needs (`x-jobwire-scope`), or is limited to other queues; "
+    "`detail` names what it lacks")}
+# Any request body over JOBWIRE_MAX_REQUEST_BYTES (BodyLimitMiddleware), whichever route it is for.
+TOO_LARGE = problems(413)[413]
 DOCS_ASSETS = "/docs/assets"
 SECURITY_SCHEMES = {
     "HTTPBearer": {"type": "http", "scheme": "bearer", "description":
@@ -118,8 +122,10 @@ def _complete_document(app: FastAPI) -> None:
     """What FastAPI cannot see in the OpenAPI document: the security of every operation (checked by
     the route classes, app/api/body.py): a management route's Bearer API key and its scope (in
     `x-jobwire-scope` and the description), a callback route's callback token, none for the rest;
-    and the body models of the direct routes, whose endpoints take the request alone
-    (app/api/direct.py), declared among the components as any other body."""
+    the body models of the direct routes, whose endpoints take the request alone
+    (app/api/direct.py), declared among the components as any other body; the problem document
+    (its responses name no model: app/api/responses.py); the 413 of every operation that takes
+    a body (the body cap answers it before any route); and the schemas' examples."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -143,7 +149,17 @@ def _complete_document(app: FastAPI) -> None:
                         operation["security"] = [{"CallbackToken": []}]
                     else:
                         operation["security"] = []
+                    if "requestBody" in operation or route.body_field is not None:
+                        operation["responses"].setdefault("413", TOO_LARGE)
+                    if route.summary is None:  # not the endpoint's name (`logs`): what it does
+                        operation["summary"] = _summary(operation["operationId"])
+                    for parameter in operation.get("parameters", ()):
+                        if parameter["in"] == "query" and not parameter.get("required"):
+                            _without_null(parameter)
             components = components.setdefault("schemas", {})
+            problem = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
+            components.update(problem.pop("$defs", {}))
+            components["Problem"] = problem
             for path in schema.get("paths", {}).values():
                 for operation in path.values():
                     if operation.pop(MARK, False):
@@ -152,9 +168,28 @@ def _complete_document(app: FastAPI) -> None:
                         found = BODY_MODELS[name].model_json_schema(ref_template="#/components/schemas/{model}")
                         components.update(found.pop("$defs", {}))
                         components[name] = found
+            for name, example in SCHEMA_EXAMPLES.items():
+                components[name]["examples"] = [example]
         return app.openapi_schema or schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _summary(operation_id: str) -> str:
+    """`listExecutionAttempts` → `List execution attempts`: the operationId as a sentence."""
+    text = " ".join(re.findall(r"[A-Z]?[a-z]+", operation_id)).lower().replace("api key", "API key")
+    return text[:1].upper() + text[1:]
+
+
+def _without_null(parameter: dict[str, Any]) -> None:
+    """An optional query parameter's schema without its `null` alternative (`X | None = None` in
+    the route): a query string cannot say null, omitting the parameter is what None means, and a
+    generator offers `X | unset` instead of a union it cannot send."""
+    schema = parameter["schema"]
+    alternatives = schema.get("anyOf", ())
+    others = [a for a in alternatives if a != {"type": "null"}]
+    if len(alternatives) == 2 and len(others) == 1:
+        parameter["schema"] = {**others[0], **{k: v for k, v in schema.items() if k != "anyOf"}}
 
 
 def _scope_note(scope: Scope) -> str:

@@ -8,6 +8,7 @@ import orjson
 from pydantic import BaseModel, Field
 from starlette.responses import JSONResponse, Response
 
+from app.api.examples import VALIDATION_EXAMPLE
 from app.domain.jsontext import dumps
 
 
@@ -52,11 +53,12 @@ class FieldProblem(BaseModel):
 class Problem(BaseModel):
     """RFC 9457 problem details (media type application/problem+json)."""
 
-    type: str
+    type: str = Field(description="a URI naming the kind of problem: `https://jobwire.dev/problems/<kind>`")
     title: str
-    status: int
-    detail: str
-    errors: list[FieldProblem] | None = Field(None, description="on 422: every field at fault")
+    status: int = Field(description="the HTTP status code")
+    detail: str = Field(description="what went wrong with this request")
+    errors: list[FieldProblem] = Field(default_factory=list, description="on a 422 (and a 413 naming the job) "
+                                       "only: every field at fault")
 
 
 _PROBLEM_TEXT = {
@@ -68,12 +70,27 @@ _PROBLEM_TEXT = {
     422: "validation failed: `errors` names every field at fault",
     503: "the database is unreachable; retry after `Retry-After` seconds",
 }
+# The headers a problem of that status carries (app/api/errors.py).
+_PROBLEM_HEADERS = {
+    401: {"WWW-Authenticate": {"description": "`Bearer`", "schema": {"type": "string"}}},
+    503: {"Retry-After": {"description": "seconds to wait before sending the request again",
+                          "schema": {"type": "integer"}}},
+}
+
+
+def problem_response(description: str, *, headers: dict[str, Any] | None = None,
+                     example: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One OpenAPI response: a problem+json document, under that media type only (no `model`,
+    which would declare it as application/json too; app/api/app.py adds Problem to the components)."""
+    media: dict[str, Any] = {"schema": {"$ref": "#/components/schemas/Problem"}}
+    if example is not None:
+        media["example"] = example
+    return {"description": description, "content": {"application/problem+json": media},
+            **({"headers": headers} if headers else {})}
 
 
 def problems(*codes: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI `responses` for these status codes, each a problem+json document."""
-    return {
-        code: {"model": Problem, "description": _PROBLEM_TEXT[code],
-               "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
-        for code in codes
-    }
+    return {code: problem_response(_PROBLEM_TEXT[code], headers=_PROBLEM_HEADERS.get(code),
+                                   example=VALIDATION_EXAMPLE if code == 422 else None)
+            for code in codes}

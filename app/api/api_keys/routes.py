@@ -17,7 +17,7 @@ from app.domain.access import Scope
 router = APIRouter(prefix="/v1/api-keys", tags=["api-keys"], route_class=ManagementRoute)
 
 
-@router.post("", response_model=ApiKeyCreated, status_code=201)
+@router.post("", operation_id="createApiKey", response_model=ApiKeyCreated, status_code=201)
 @requires(Scope.ADMIN)
 async def create_api_key(body: ApiKeyIn, request: Request) -> Response:
     """Create a key. The response carries the key itself (`key`, `jw_…`), shown only now: Jobwire
@@ -27,14 +27,14 @@ async def create_api_key(body: ApiKeyIn, request: Request) -> Response:
     return FastJSON(api_key_view(created.key, secret=created.secret), status_code=201)
 
 
-@router.get("", response_model=ApiKeyList)
+@router.get("", operation_id="listApiKeys", response_model=ApiKeyList)
 @requires(Scope.ADMIN)
 async def list_api_keys(request: Request) -> Response:
     """Every database key, oldest first, without the keys themselves (bootstrap keys are not listed)."""
     return FastJSON({"items": [api_key_view(k) for k in await key_service(request).list()]})
 
 
-@router.delete("/{key_id}", status_code=204, responses=problems(404, 409))
+@router.delete("/{key_id}", operation_id="deleteApiKey", status_code=204, responses=problems(404, 409))
 @requires(Scope.ADMIN)
 async def delete_api_key(key_id: UUID, request: Request) -> Response:
     """Revoke a key: refused on this node at once, on every node within 2 s. 409 when it is the last

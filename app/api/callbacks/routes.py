@@ -32,7 +32,7 @@ from app.services.callbacks import Completion
 router = APIRouter(prefix="/v1/executions", tags=["callbacks"], route_class=StrictJSONRoute)
 
 
-@router.post("/{execution_id}/complete", response_model=ExecutionOut,
+@router.post("/{execution_id}/complete", operation_id="completeExecution", response_model=ExecutionOut,
              openapi_extra=direct(CompleteIn, path={"execution_id": "the execution"}))
 async def complete(request: Request) -> Response:
     """Report the outcome of an accepted (202) attempt. One that cannot apply is a 200 no-op.
@@ -51,7 +51,7 @@ async def complete(request: Request) -> Response:
     return FastJSON(execution_view(await s.callbacks.complete(execution_id, bearer_token(request), completion)))
 
 
-@router.post("/{execution_id}/progress", response_model=CancelRequested)
+@router.post("/{execution_id}/progress", operation_id="reportProgress", response_model=CancelRequested)
 async def progress(execution_id: UUID, body: ProgressIn, request: Request) -> Response:
     """Store a progress snapshot (omitted fields keep their values) and extend the deadline to
     now + timeout (never past started_at + max_duration_seconds). During a synchronous call too:
@@ -63,7 +63,7 @@ async def progress(execution_id: UUID, body: ProgressIn, request: Request) -> Re
     return FastJSON({"cancel_requested": cancel})
 
 
-@router.post("/{execution_id}/heartbeat", response_model=CancelRequested)
+@router.post("/{execution_id}/heartbeat", operation_id="heartbeat", response_model=CancelRequested)
 async def heartbeat(execution_id: UUID, request: Request) -> Response:
     """Extend the deadline to now + timeout (never past started_at + max_duration_seconds)
     without a snapshot, for an accepted attempt or during a synchronous call, which then waits
@@ -86,8 +86,8 @@ async def logs(execution_id: UUID, body: LogsIn, request: Request) -> Response:
 
 
 # Messages may carry NUL characters: normalize_message removes them.
-router.add_api_route("/{execution_id}/logs", logs, methods=["POST"], response_model=LogsStored,
-                     route_class_override=NulStrippingRoute)
+router.add_api_route("/{execution_id}/logs", logs, methods=["POST"], operation_id="appendExecutionLogs",
+                     response_model=LogsStored, route_class_override=NulStrippingRoute)
 
 
 StepName = Annotated[str, Path(pattern=NAME_PATTERN, description="a name: " + NAME_PATTERN)]
@@ -97,14 +97,14 @@ def _step_view(step: Step) -> dict[str, object]:
     return {"name": step.name, "result": step.result, "completed_at": step.completed_at}
 
 
-@router.get("/{execution_id}/steps/{name}", response_model=StepOut)
+@router.get("/{execution_id}/steps/{name}", operation_id="getStep", response_model=StepOut)
 async def get_step(execution_id: UUID, name: StepName, request: Request) -> Response:
     """A step recorded by this or an earlier attempt of the execution; 404 until one records it."""
     s = services_of(request)
     return FastJSON(_step_view(await s.callbacks.get_step(execution_id, bearer_token(request), name)))
 
 
-@router.put("/{execution_id}/steps/{name}", response_model=StepOut, status_code=201,
+@router.put("/{execution_id}/steps/{name}", operation_id="putStep", response_model=StepOut, status_code=201,
             responses={200: {"model": StepOut, "description": "recorded before: the first result, kept"}})
 async def put_step(execution_id: UUID, name: StepName, body: StepIn, request: Request) -> Response:
     """Run-step-once: record a step's result. The first record answers 201; any later one (from

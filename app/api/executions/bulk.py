@@ -64,7 +64,7 @@ async def _apply(request: Request, action: BulkAction, body: BulkSelectionIn) ->
     return FastJSON(_view(await s.bulk.apply(action, body.selection(), body.limit, queues_of(request))))
 
 
-@router.delete("/{execution_id}", status_code=204, responses=problems(404, 409))
+@router.delete("/{execution_id}", operation_id="deleteExecution", status_code=204, responses=problems(404, 409))
 @requires(Scope.OPERATE)
 async def delete_execution(execution_id: UUID, request: Request) -> Response:
     """Delete an execution in any state but ENQUEUED and PROCESSING (409), with its logs, steps and
@@ -75,7 +75,7 @@ async def delete_execution(execution_id: UUID, request: Request) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/bulk-retry", response_model=BulkResultOut)
+@router.post("/bulk-retry", operation_id="bulkRetryExecutions", response_model=BulkResultOut)
 @requires(Scope.OPERATE)
 async def bulk_retry(body: BulkSelectionIn, request: Request) -> Response:
     """DEAD_LETTER and CANCELLED executions → ENQUEUED now, each as a new attempt (as `/retry`);
@@ -83,14 +83,14 @@ async def bulk_retry(body: BulkSelectionIn, request: Request) -> Response:
     return await _apply(request, BulkAction.RETRY, body)
 
 
-@router.post("/bulk-cancel", response_model=BulkResultOut)
+@router.post("/bulk-cancel", operation_id="bulkCancelExecutions", response_model=BulkResultOut)
 @requires(Scope.OPERATE)
 async def bulk_cancel(body: BulkSelectionIn, request: Request) -> Response:
     """ENQUEUED and PROCESSING executions → CANCELLED (as `/cancel`)."""
     return await _apply(request, BulkAction.CANCEL, body)
 
 
-@router.post("/bulk-delete", response_model=BulkResultOut)
+@router.post("/bulk-delete", operation_id="bulkDeleteExecutions", response_model=BulkResultOut)
 @requires(Scope.OPERATE)
 async def bulk_delete(body: BulkSelectionIn, request: Request) -> Response:
     """Delete executions in any state but ENQUEUED and PROCESSING, with their logs, steps and events

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, Literal
+from uuid import UUID
 
 from pydantic import Field
 
@@ -25,8 +26,9 @@ class ProgressOut(ResponseModel):
 
 
 class ExecutionOut(ResponseModel):
-    id: str
-    job_id: str
+    id: UUID
+    job_id: str = Field(description="the caller's name for the job (`job_id` when enqueued, the schedule's for "
+                                    "a CRON execution), else the execution's own id as text")
     job_type: JobTypeName
     handler: str
     queue: str
@@ -35,10 +37,11 @@ class ExecutionOut(ResponseModel):
     max_attempts: int
     priority: int
     stateful: bool
-    payload: Any
-    parameters: Any
-    metadata: Any
-    result: Any
+    payload: Any = Field(description="as enqueued: any JSON value")
+    parameters: Any = Field(description="as enqueued: a JSON object, or null")
+    metadata: Any = Field(description="as enqueued (a JSON object, or null), with `context.traceparent` when a "
+                                      "trace context came with the job")
+    result: Any = Field(description="the handler's `result` (any JSON value); null until a reply carries one")
     progress: ProgressOut
     scheduled_at: datetime
     created_at: datetime
@@ -92,7 +95,7 @@ class AttemptList(ResponseModel):
 class TransitionEventOut(ResponseModel):
     """The curated transition event (DESIGN §4): no payload, result, raw error text or parameters."""
 
-    execution_id: str
+    execution_id: UUID
     job_id: str
     job_type: JobTypeName
     queue: str

@@ -19,18 +19,21 @@ from app.domain.access import Scope
 from app.domain.executions import ListFilter
 
 router = APIRouter(prefix="/v1/executions", tags=["executions"], route_class=ManagementRoute)
+Limit = Annotated[int, Query(ge=1, le=500, description="items per page")]
+Cursor = Annotated[str | None, Query(max_length=200, description="the previous page's `next_cursor`; omitted: the "
+                                                                 "first page")]
 
 
-@router.get("", response_model=ExecutionPage)
+@router.get("", operation_id="listExecutions", response_model=ExecutionPage)
 @requires(Scope.READ)
 async def list_executions(
     request: Request,
-    state: StateName | None = None,
-    queue: Name | None = None,
-    handler: Name | None = None,
-    job_id: Name | None = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    state: Annotated[StateName | None, Query(description="only executions in this state")] = None,
+    queue: Annotated[Name | None, Query(description="only executions of this queue")] = None,
+    handler: Annotated[Name | None, Query(description="only executions of this handler")] = None,
+    job_id: Annotated[Name | None, Query(description="only executions of this job_id")] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> Response:
     """Newest first, `limit` per page; pass `next_cursor` back as `cursor` for the next page."""
     s = services_of(request)
@@ -39,20 +42,20 @@ async def list_executions(
     return FastJSON({"items": [execution_view(e) for e in page.items], "next_cursor": page.next_cursor})
 
 
-@router.get("/{execution_id}", response_model=ExecutionOut, responses=problems(404))
+@router.get("/{execution_id}", operation_id="getExecution", response_model=ExecutionOut, responses=problems(404))
 @requires(Scope.READ)
 async def get_execution(execution_id: UUID, request: Request) -> Response:
     s = services_of(request)
     return FastJSON(execution_view(await s.executions.get(execution_id, queues_of(request))))
 
 
-@router.get("/{execution_id}/logs", response_model=LogPage, responses=problems(404))
+@router.get("/{execution_id}/logs", operation_id="listExecutionLogs", response_model=LogPage, responses=problems(404))
 @requires(Scope.READ)
 async def execution_logs(
     execution_id: UUID,
     request: Request,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> Response:
     """The handlers' log entries, oldest (first received) first, each with the attempt that
     wrote it; `limit` per page, pass `next_cursor` back as `cursor`."""
@@ -61,7 +64,8 @@ async def execution_logs(
     return FastJSON({"items": [log_view(e) for e in page.items], "next_cursor": page.next_cursor})
 
 
-@router.get("/{execution_id}/attempts", response_model=AttemptList, responses=problems(404, 422))
+@router.get("/{execution_id}/attempts", operation_id="listExecutionAttempts",
+            response_model=AttemptList, responses=problems(404, 422))
 @requires(Scope.READ)
 async def execution_attempts(execution_id: UUID, request: Request) -> Response:
     """One item per attempt dispatched, oldest first: its own outcome (SUCCEEDED, FAILED, ABANDONED,
@@ -71,13 +75,14 @@ async def execution_attempts(execution_id: UUID, request: Request) -> Response:
     return FastJSON({"items": [attempt_view(a) for a in await s.executions.attempts(execution_id, queues_of(request))]})
 
 
-@router.get("/{execution_id}/events", response_model=EventPage, responses=problems(404, 422))
+@router.get("/{execution_id}/events", operation_id="listExecutionEvents",
+            response_model=EventPage, responses=problems(404, 422))
 @requires(Scope.READ)
 async def execution_events(
     execution_id: UUID,
     request: Request,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> Response:
     """The execution's transition events, oldest first: attempt outcomes (`execution.succeeded`,
     `.failed`, `.abandoned`, `.dead_lettered`) and user actions (`.cancelled`, `.retried`), each
@@ -89,7 +94,8 @@ async def execution_events(
     return FastJSON({"items": [event_view(e) for e in page.items], "next_cursor": page.next_cursor})
 
 
-@router.post("/{execution_id}/cancel", response_model=ExecutionOut, responses=problems(404, 409))
+@router.post("/{execution_id}/cancel", operation_id="cancelExecution",
+             response_model=ExecutionOut, responses=problems(404, 409))
 @requires(Scope.OPERATE)
 async def cancel_execution(execution_id: UUID, request: Request) -> Response:
     """ENQUEUED or PROCESSING → CANCELLED. A running handler learns it from its progress callback."""
@@ -97,7 +103,8 @@ async def cancel_execution(execution_id: UUID, request: Request) -> Response:
     return FastJSON(execution_view(await s.executions.cancel(execution_id, queues_of(request))))
 
 
-@router.post("/{execution_id}/retry", response_model=ExecutionOut, responses=problems(404, 409))
+@router.post("/{execution_id}/retry", operation_id="retryExecution",
+             response_model=ExecutionOut, responses=problems(404, 409))
 @requires(Scope.OPERATE)
 async def retry_execution(execution_id: UUID, request: Request) -> Response:
     """DEAD_LETTER or CANCELLED → ENQUEUED now, as a new attempt."""

@@ -22,7 +22,7 @@ router = APIRouter(prefix="/v1/handlers", tags=["handlers"], route_class=Managem
 HandlerName = Annotated[Name, Path(description="handler name")]
 
 
-@router.put("/{name}", response_model=HandlerOut, status_code=200,
+@router.put("/{name}", operation_id="putHandler", response_model=HandlerOut, status_code=200,
             responses={201: {"model": HandlerOut, "description": "created; the response carries the signing secret"}})
 @requires(Scope.ADMIN)
 async def put_handler(name: HandlerName, body: HandlerIn, request: Request) -> Response:
@@ -34,21 +34,21 @@ async def put_handler(name: HandlerName, body: HandlerIn, request: Request) -> R
     return FastJSON(handler_view(handler, with_secret=created), status_code=201 if created else 200)
 
 
-@router.get("", response_model=HandlerList)
+@router.get("", operation_id="listHandlers", response_model=HandlerList)
 @requires(Scope.READ)
 async def list_handlers(request: Request) -> Response:
     s = services_of(request)
     return FastJSON({"items": [handler_view(h) for h in await s.handlers.list()]})
 
 
-@router.get("/{name}", response_model=HandlerOut, responses=problems(404))
+@router.get("/{name}", operation_id="getHandler", response_model=HandlerOut, responses=problems(404))
 @requires(Scope.READ)
 async def get_handler(name: HandlerName, request: Request) -> Response:
     s = services_of(request)
     return FastJSON(handler_view(await s.handlers.get(name)))
 
 
-@router.delete("/{name}", status_code=204, responses=problems(404, 409))
+@router.delete("/{name}", operation_id="deleteHandler", status_code=204, responses=problems(404, 409))
 @requires(Scope.ADMIN)
 async def delete_handler(name: HandlerName, request: Request) -> Response:
     """409 while ENQUEUED or PROCESSING executions, or schedules, use it."""
@@ -57,7 +57,8 @@ async def delete_handler(name: HandlerName, request: Request) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/{name}/secrets", response_model=SecretCreated, status_code=201, responses=problems(404, 409))
+@router.post("/{name}/secrets", operation_id="addHandlerSecret",
+             response_model=SecretCreated, status_code=201, responses=problems(404, 409))
 @requires(Scope.ADMIN)
 async def add_handler_secret(name: HandlerName, request: Request, body: SecretIn | None = None) -> Response:
     """Add a signing secret (rotation without downtime): from now on each dispatch carries one
@@ -70,7 +71,8 @@ async def add_handler_secret(name: HandlerName, request: Request, body: SecretIn
     return FastJSON(new_secret_view(added), status_code=201)
 
 
-@router.delete("/{name}/secrets/{secret_id}", status_code=204, responses=problems(404, 409))
+@router.delete("/{name}/secrets/{secret_id}", operation_id="deleteHandlerSecret",
+               status_code=204, responses=problems(404, 409))
 @requires(Scope.ADMIN)
 async def delete_handler_secret(name: HandlerName, secret_id: Annotated[UUID, Path(description="secret id")],
                                 request: Request) -> Response:

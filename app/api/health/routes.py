@@ -13,12 +13,12 @@ from app.api.services import services_of
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz", response_model=Health)
+@router.get("/healthz", operation_id="health", response_model=Health)
 async def healthz() -> Response:
     return FastJSON({"status": "ok"})
 
 
-@router.get("/readyz", response_model=Health, responses=problems(503))
+@router.get("/readyz", operation_id="readiness", response_model=Health, responses=problems(503))
 async def readyz(request: Request) -> Response:
     s = services_of(request)
     ready, detail = await s.health.readiness()
@@ -27,8 +27,9 @@ async def readyz(request: Request) -> Response:
     return FastJSON({"status": "ready"})
 
 
-@router.get("/metrics", response_class=Response, responses={
-    200: {"content": {"text/plain": {}}, "description": "Prometheus text format 0.0.4"}, **problems(503)})
+@router.get("/metrics", operation_id="metrics", response_class=Response, responses={
+    200: {"content": {"text/plain": {"schema": {"type": "string"}}},
+          "description": "Prometheus text format 0.0.4"}, **problems(503)})
 async def metrics(request: Request) -> Response:
     s = services_of(request)
     return Response(render(await s.metrics.snapshot()), media_type=CONTENT_TYPE)

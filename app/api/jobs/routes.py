@@ -27,7 +27,7 @@ IDEMPOTENCY_DOC = ("the job's idempotency key, as the body's `idempotency_key` (
                    "a repeat with the same body answers 200 with the first execution")
 
 
-@router.post("", response_model=ExecutionOut, status_code=201,
+@router.post("", operation_id="enqueueJob", response_model=ExecutionOut, status_code=201,
              responses={200: {"model": ExecutionOut,
                               "description": "an idempotency key already stored with the same body"},
                         **problems(413)},
@@ -50,7 +50,7 @@ async def enqueue(request: Request) -> Response:
     return FastJSON(execution_view(done.execution), status_code=201 if done.created else 200)
 
 
-@router.post("/batch", response_model=BatchOut, status_code=201, responses=problems(413),
+@router.post("/batch", operation_id="enqueueJobs", response_model=BatchOut, status_code=201, responses=problems(413),
              openapi_extra=direct(BatchIn, headers={"traceparent": TRACEPARENT_DOC}))
 @requires(Scope.ENQUEUE)
 async def enqueue_batch(request: Request) -> Response:

@@ -21,7 +21,7 @@ def node_view(n: Node) -> dict[str, object]:
             "in_flight": n.in_flight}
 
 
-@router.get("", response_model=NodeList)
+@router.get("", operation_id="listNodes", response_model=NodeList)
 @requires(Scope.READ)
 async def list_nodes(request: Request) -> Response:
     """Nodes whose heartbeat is within JOBWIRE_HEARTBEAT_TIMEOUT, with their in-flight HTTP calls.

@@ -20,7 +20,7 @@ router = APIRouter(prefix="/v1/queues", tags=["queues"], route_class=ManagementR
 QueueName = Annotated[Name, Path(description="queue name")]
 
 
-@router.get("", response_model=QueueList)
+@router.get("", operation_id="listQueues", response_model=QueueList)
 @requires(Scope.READ)
 async def list_queues(request: Request) -> Response:
     """Every queue with executions or a pause flag: counts by state, the age of its oldest
@@ -29,7 +29,7 @@ async def list_queues(request: Request) -> Response:
     return FastJSON({"items": [queue_view(q) for q in await s.queues.list(queues_of(request))]})
 
 
-@router.post("/{name}/pause", response_model=QueueOut)
+@router.post("/{name}/pause", operation_id="pauseQueue", response_model=QueueOut)
 @requires(Scope.OPERATE)
 async def pause_queue(name: QueueName, request: Request) -> Response:
     """No node claims from a paused queue; enqueue still works and running calls finish."""
@@ -37,7 +37,7 @@ async def pause_queue(name: QueueName, request: Request) -> Response:
     return FastJSON(queue_view(await s.queues.set_paused(name, True, queues_of(request))))
 
 
-@router.post("/{name}/resume", response_model=QueueOut)
+@router.post("/{name}/resume", operation_id="resumeQueue", response_model=QueueOut)
 @requires(Scope.OPERATE)
 async def resume_queue(name: QueueName, request: Request) -> Response:
     s = services_of(request)

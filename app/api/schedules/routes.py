@@ -23,7 +23,7 @@ router = APIRouter(prefix="/v1/schedules", tags=["schedules"], route_class=Manag
 JobId = Annotated[Name, Path(description="the schedule's job_id (its executions carry it)")]
 
 
-@router.put("/{job_id}", response_model=ScheduleOut, status_code=200,
+@router.put("/{job_id}", operation_id="putSchedule", response_model=ScheduleOut, status_code=200,
             responses={201: {"model": ScheduleOut, "description": "created"}, **problems(413)})
 @requires(Scope.ADMIN)
 async def put_schedule(job_id: JobId, body: ScheduleIn, request: Request) -> Response:
@@ -41,21 +41,21 @@ async def put_schedule(job_id: JobId, body: ScheduleIn, request: Request) -> Res
     return FastJSON(schedule_view(schedule), status_code=201 if created else 200)
 
 
-@router.get("", response_model=ScheduleList)
+@router.get("", operation_id="listSchedules", response_model=ScheduleList)
 @requires(Scope.READ)
 async def list_schedules(request: Request) -> Response:
     s = services_of(request)
     return FastJSON({"items": [schedule_view(x) for x in await s.schedules.list()]})
 
 
-@router.get("/{job_id}", response_model=ScheduleOut, responses=problems(404))
+@router.get("/{job_id}", operation_id="getSchedule", response_model=ScheduleOut, responses=problems(404))
 @requires(Scope.READ)
 async def get_schedule(job_id: JobId, request: Request) -> Response:
     s = services_of(request)
     return FastJSON(schedule_view(await s.schedules.get(job_id)))
 
 
-@router.delete("/{job_id}", status_code=204, responses=problems(404))
+@router.delete("/{job_id}", operation_id="deleteSchedule", status_code=204, responses=problems(404))
 @requires(Scope.ADMIN)
 async def delete_schedule(job_id: JobId, request: Request) -> Response:
     """Every node stops firing it within one tick; executions it fired stay."""
@@ -64,7 +64,8 @@ async def delete_schedule(job_id: JobId, request: Request) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/{job_id}/trigger", response_model=ExecutionOut, status_code=201, responses=problems(404, 409))
+@router.post("/{job_id}/trigger", operation_id="triggerSchedule",
+             response_model=ExecutionOut, status_code=201, responses=problems(404, 409))
 @requires(Scope.ADMIN)
 async def trigger_schedule(job_id: JobId, request: Request) -> Response:
     """Fire now, once: a CRON execution with `fire_at` = now, exempt from the overlap policy."""
@@ -72,7 +73,8 @@ async def trigger_schedule(job_id: JobId, request: Request) -> Response:
     return FastJSON(execution_view(await s.schedules.trigger(job_id)), status_code=201)
 
 
-@router.get("/{job_id}/preview", response_model=SchedulePreview, responses=problems(404))
+@router.get("/{job_id}/preview", operation_id="previewSchedule",
+            response_model=SchedulePreview, responses=problems(404))
 @requires(Scope.READ)
 async def preview_schedule(
     job_id: JobId,

@@ -1,0 +1,1 @@
+"""What Jobwire sends to handlers, described as the OpenAPI document's `webhooks`."""
