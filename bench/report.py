@@ -196,7 +196,7 @@ def scale_table(jw: dict) -> list[str]:
         title = f"drain of {dp['jobs']:,}, pruner on {dp['history_rows']:,} old rows"
         lines += ["", f"{title:48s}"
                       f"{'with':>12s}{'without':>12s}{'× with':>8s}"]
-        lines.append(f"{'  sync drain (jobs/s, median of pairs)':48s}{_fmt(dp['with']['jobs_per_s']):>12s}"
+        lines.append(f"{'  sync drain (jobs/s medians; × median of pairs)':48s}{_fmt(dp['with']['jobs_per_s']):>12s}"
                      f"{_fmt(dp['without']['jobs_per_s']):>12s}{_fmt(dp['ratio_with_to_without'], 2):>8s}")
         pairs = ", ".join(_fmt(x, 2) for x in dp["pair_ratios"])
         pruned = ", ".join(_fmt(x) for x in dp["with"]["pruned_during_drain"])
