@@ -17,6 +17,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY alembic ./alembic
 COPY app ./app
+COPY sdk/python ./sdk/python
 RUN pip install . && cd / && rm -rf /src
 
 USER jobwire
