@@ -137,7 +137,7 @@ SCHEMA_EXAMPLES: dict[str, dict[str, Any]] = {
     "JobIn": JOB_EXAMPLE,
     "BatchIn": BATCH_EXAMPLE,
     "ExecutionOut": EXECUTION_EXAMPLE,
-    "BatchOut": {"items": [EXECUTION_EXAMPLE]},
+    "BatchOut": {"items": [{**EXECUTION_EXAMPLE, "created": True}]},
     "HandlerIn": HANDLER_EXAMPLE,
     "HandlerOut": HANDLER_OUT_EXAMPLE,
     "ScheduleIn": SCHEDULE_EXAMPLE,

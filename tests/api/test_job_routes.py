@@ -62,7 +62,7 @@ async def test_every_json_media_type_is_taken_alike(api: httpx.AsyncClient, cont
     one = await post(api, "/v1/jobs", body, content_type)
     batch = await post(api, "/v1/jobs/batch", {"jobs": [body, body]}, content_type)
     assert (one.status_code, batch.status_code) == (201, 201), (one.text, batch.text)
-    assert [without_minted(v) for v in batch.json()["items"]] == [without_minted(one.json())] * 2
+    assert [without_minted(v) for v in batch.json()["items"]] == [{**without_minted(one.json()), "created": True}] * 2
 
 
 async def test_an_idempotent_repeat_is_200_with_the_first_execution(api: httpx.AsyncClient) -> None:
@@ -82,6 +82,19 @@ async def test_a_batch_answers_its_executions_in_the_order_sent(api: httpx.Async
     assert [item["payload"] for item in items] == [0, 1, 2]
     assert {item["metadata"]["context"]["traceparent"] for item in items} == {TRACE}
     assert len({item["id"] for item in items}) == 3
+    assert [item["created"] for item in items] == [True] * 3
+
+
+async def test_a_batch_says_which_items_an_idempotency_key_found(api: httpx.AsyncClient) -> None:
+    job = {"handler": "h", "run_at": "2999-01-01T00:00:00Z"}
+    first = await post(api, "/v1/jobs", {**job, "idempotency_key": "seen"})
+    batch = await post(api, "/v1/jobs/batch", {"jobs": [{**job, "idempotency_key": "seen"},
+                                                        {**job, "idempotency_key": "new"},
+                                                        {**job, "idempotency_key": "new"}]})
+    assert batch.status_code == 201, batch.text
+    items = batch.json()["items"]
+    assert [item["created"] for item in items] == [False, True, False]
+    assert items[0]["id"] == first.json()["id"] and items[1]["id"] == items[2]["id"]
 
 
 async def test_an_unknown_handler_is_422_naming_the_field(api: httpx.AsyncClient) -> None:

@@ -69,5 +69,10 @@ class BatchIn(StrictModel):
     jobs: Annotated[list[JobIn], Field(min_length=1, max_length=1000)]
 
 
+class BatchItemOut(ExecutionOut):
+    created: bool = Field(description="false when the item's idempotency key named an execution already stored "
+                                      "with the same request: that execution is returned, nothing was inserted")
+
+
 class BatchOut(ResponseModel):
-    items: list[ExecutionOut]
+    items: list[BatchItemOut]

@@ -61,4 +61,5 @@ async def enqueue_batch(request: Request) -> Response:
     trace = valid_traceparent(request.headers.get("traceparent"))
     done = await s.enqueue.enqueue([job.to_new_job(traceparent=trace) for job in body.jobs], field_prefix="jobs",
                                    queues=queues_of(request))
-    return FastJSON({"items": [execution_view(d.execution) for d in done]}, status_code=201)
+    return FastJSON({"items": [{**execution_view(d.execution), "created": d.created} for d in done]},
+                    status_code=201)

@@ -6,10 +6,8 @@ A batch is atomic on the server: one invalid job refuses all of them, naming eac
 one bad line costs one job, not a thousand. A line that is not a JSON object is failed here,
 never sent.
 
-The batch's answer does not say which executions it created and which an idempotency key found:
-a job the file gave no key was created (the client adds a fresh key); one with a key was
-created when its execution's `created_at` is the batch's own insert time (PostgreSQL's `now()`,
-the same for every row the batch inserted), which is no earlier than when the batch was sent."""
+Each item of the batch's answer says whether it was `created` or found by its idempotency key
+(a file imported twice: every job exists already)."""
 
 from __future__ import annotations
 
@@ -17,7 +15,6 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +22,6 @@ from jobwire.errors import ProblemError
 
 BATCH_SIZE = 500
 MAX_BATCH = 1000  # the API's limit
-# How far the server's clock may be behind this machine's when telling a created execution
-# from one its idempotency key found.
-CLOCK_SKEW = timedelta(seconds=1)
 _ITEM = re.compile(r"^jobs\[(\d+)\]")
 
 
@@ -78,7 +72,6 @@ def send(client: Any, batch: Sequence[tuple[int, dict[str, Any]]], tally: Tally)
     """Enqueue `batch` ((line, job) pairs); the jobs the server names as invalid are failed and
     the others sent again. Any other refusal is the command's failure: it is raised."""
     while batch:
-        sent_at = datetime.now(UTC)
         try:
             executions = client.enqueue_batch([job for _, job in batch])
         except ProblemError as problem:
@@ -89,9 +82,9 @@ def send(client: Any, batch: Sequence[tuple[int, dict[str, Any]]], tally: Tally)
                 tally.fail(batch[index][0], faulty[index])
             batch = [item for index, item in enumerate(batch) if index not in faulty]
             continue
-        created = _created(batch, executions, sent_at)
-        tally.created += sum(created)
-        tally.existing += len(created) - sum(created)
+        created = sum(1 for e in executions if e.raw.get("created", True))  # absent: a server before it
+        tally.created += created
+        tally.existing += len(executions) - created
         return
 
 
@@ -107,19 +100,3 @@ def _named_items(problem: ProblemError, size: int) -> dict[int, str]:
             field_name = str(error.get("field"))[match.end():].lstrip(".") or "job"
             named.setdefault(index, f"{field_name}: {error.get('message')}")
     return named
-
-
-def _created(batch: Sequence[tuple[int, dict[str, Any]]], executions: Sequence[Any], sent_at: datetime) -> list[bool]:
-    keyed = [job.get("idempotency_key") is not None for _, job in batch]
-    times = [e.created_at for e in executions]
-    anchors = [t for t, k in zip(times, keyed, strict=True) if not k and t is not None]
-    inserted_at = anchors[0] if anchors else max((t for t in times if t is not None), default=None)
-    if inserted_at is not None and not anchors and inserted_at < sent_at - CLOCK_SKEW:
-        inserted_at = None  # every job was found by its key: none is as new as this batch
-    seen: set[str] = set()
-    created = []
-    for execution, key, at in zip(executions, keyed, times, strict=True):
-        new = (not key or at == inserted_at) and execution.id not in seen
-        seen.add(execution.id)  # a key twice in one batch: the second finds the first's execution
-        created.append(new)
-    return created
