@@ -279,12 +279,13 @@ async def test_the_default_limit_is_10000_and_batches_of_500_cover_them(api, h, 
     """10,050 rows: the first call takes 10,000 (in batches of at most 500 rows each), the next
     the other 50."""
     await sql(db, "INSERT INTO job_executions (job_id, job_type, handler, queue, state, completed_at, created_at) "
-                  "SELECT 'many', 'DELAYED', 'h', 'default', 'DEAD_LETTER', now(), now() - make_interval(secs => g) "
-                  "FROM generate_series(1, 10050) AS g")
+                  "SELECT 'many', 'DELAYED', 'h', 'default', 'DEAD_LETTER', now(), "
+                  "TIMESTAMPTZ '2026-01-01 00:00:00Z' - make_interval(secs => g) FROM generate_series(1, 10050) AS g")
     assert await bulk(api, "bulk-delete", job_id="many") == {"matched": 10_000, "changed": 10_000, "more": True}
-    # The oldest went first: the 50 left are the newest.
-    oldest_left = await scalar(db, "SELECT max(now() - created_at) FROM job_executions WHERE job_id = 'many'")
-    assert oldest_left.total_seconds() < 51
+    # The oldest went first: the 50 left are the newest (g = 1 … 50).
+    ages = await scalar(db, "SELECT array_agg(CAST(EXTRACT(EPOCH FROM TIMESTAMPTZ '2026-01-01 00:00:00Z' - created_at) "
+                            "AS int) ORDER BY created_at DESC) FROM job_executions WHERE job_id = 'many'")
+    assert ages == list(range(1, 51))
     assert await bulk(api, "bulk-delete", job_id="many") == {"matched": 50, "changed": 50, "more": False}
 
 
