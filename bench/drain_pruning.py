@@ -80,18 +80,33 @@ async def _pruner_started(conn: asyncpg.Connection, rows: int, timeout: float = 
     return None
 
 
-async def _one_run(server: Server, template: str, side: str, jobs: int, rows: int, run: int, handler: Child,
-                   concurrency: int | None) -> dict[str, Any]:
-    dsn = await server.create_database(f"prune_{side}_{run}", template=template)
+@asynccontextmanager
+async def _node_on_copy(server: Server, name: str, template: str, side: str,
+                        concurrency: int | None = None) -> AsyncIterator[tuple[str, Child, asyncpg.Connection]]:
+    """A fresh copy of the template, a node of `side`'s settings started on it and a connection to
+    it: (dsn, node, connection); all three gone afterwards (stopping a node twice is harmless)."""
+    dsn = await server.create_database(name, template=template)
     node = None
     conn = None
     try:
         node = await start_jobwire(dsn, None, concurrency, settings=SIDES[side])
+        conn = await asyncpg.connect(dsn)
+        yield dsn, node, conn
+    finally:
+        if conn is not None:
+            await conn.close()
+        if node is not None:
+            node.stop()
+        await server.drop_database(dsn)
+
+
+async def _one_run(server: Server, template: str, side: str, jobs: int, rows: int, run: int, handler: Child,
+                   concurrency: int | None) -> dict[str, Any]:
+    async with _node_on_copy(server, f"prune_{side}_{run}", template, side, concurrency) as (dsn, node, conn):
         t = Target(api=node.url, handler=handler.url, dsn=dsn, schema=None, jobwire_pid=node.pid,
                    handler_pid=handler.pid)
         async with aiohttp.ClientSession() as http:
             await register_handlers(http, t)
-        conn = await asyncpg.connect(dsn)
         started = await _pruner_started(conn, rows) if side == "with" else None
         probe = _PrunedDuringDrain(conn, await PgMeter.connect(conn, jobwire=node.pid))
         res = await drain.drain(t, "sync", jobs, run, probe=probe, clear=False)
@@ -107,12 +122,6 @@ async def _one_run(server: Server, template: str, side: str, jobs: int, rows: in
             postgres_cpu_s=pg.get("postgres_cpu_s"), wal_bytes=pg.get("wal_bytes"),
         )
         return res
-    finally:
-        if conn is not None:
-            await conn.close()
-        if node is not None:
-            node.stop()
-        await server.drop_database(dsn)
 
 
 async def _prune_alone(server: Server, template: str, rows: int, seconds: float) -> dict[str, Any]:
@@ -120,30 +129,18 @@ async def _prune_alone(server: Server, template: str, rows: int, seconds: float)
     pruned execution (with its three events) costs PostgreSQL in CPU and WAL, over `seconds` once
     it has started; then, with the node stopped, DROP TABLE job_events (the events left), timed
     the same way: what a partition's drop costs beside deleting its rows."""
-    dsn = await server.create_database("prune_alone", template=template)
-    node = None
-    conn = None
-    try:
-        node = await start_jobwire(dsn, None, None, settings=SIDES["with"])
-        conn = await asyncpg.connect(dsn)
+    async with _node_on_copy(server, "prune_alone", template, "with") as (_, node, conn):
         started = await _pruner_started(conn, rows)
         meter = await PgMeter.connect(conn, jobwire=node.pid)
         before = await history.count_history(conn, HISTORY_OLDER_THAN_DAYS)
         async with meter.window("prune"):
             await asyncio.sleep(seconds)
         after = await history.count_history(conn, HISTORY_OLDER_THAN_DAYS)
-        node.stop()
-        node = None
+        node.stop()  # the drop is timed with the pruner gone
         events = await conn.fetchval("SELECT count(*) FROM job_events")
         events_mb = round(await conn.fetchval("SELECT pg_total_relation_size('job_events')") / 2**20, 1)
         async with meter.window("drop"):
             await conn.execute("DROP TABLE job_events")
-    finally:
-        if conn is not None:
-            await conn.close()
-        if node is not None:
-            node.stop()
-        await server.drop_database(dsn)
     prune, drop = meter.phases["prune"], meter.phases["drop"]
     pruned = before - after
     cpu = prune.get("postgres_cpu_s")

@@ -4,14 +4,13 @@ dispatched meanwhile; its rows are deleted afterwards."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import aiohttp
 
 from bench import jobwire_db
 from bench.cpu import CpuShare
-from bench.target import JSON, SYNC_HANDLER, Target, body, enqueue_batches, expect, set_paused
+from bench.target import SYNC_HANDLER, Target, enqueue_batches, enqueue_singly, set_paused
 
 
 async def single(t: Target, n: int, clients: int, run: int) -> dict:
@@ -21,16 +20,9 @@ async def single(t: Target, n: int, clients: int, run: int) -> dict:
     try:
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=clients)) as http:
             await set_paused(http, t, queue, True)
-            job = body({"handler": SYNC_HANDLER, "queue": queue, "payload": {"i": 0}})
-
-            async def client() -> None:
-                for _ in range(per):
-                    async with http.post(f"{t.api}/v1/jobs", data=job, headers=JSON) as r:
-                        await expect(r, 201)
-
             with CpuShare(jobwire=t.jobwire_pid) as shares:
                 cpu0, t0 = time.process_time(), time.perf_counter()
-                await asyncio.gather(*(client() for _ in range(clients)))
+                await enqueue_singly(http, t, queue, per, clients)
                 wall = time.perf_counter() - t0
                 cpu = time.process_time() - cpu0
         stored = (await jobwire_db.state_counts(conn, queue)).get("ENQUEUED", 0)

@@ -18,7 +18,6 @@ imply: jobs/s per PostgreSQL core when the CPU binds, and the WAL MB/s at that r
 
 from __future__ import annotations
 
-import asyncio
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +29,7 @@ from bench import drain, jobwire_db
 from bench.pg import Server
 from bench.pgcost import PgMeter, per_job
 from bench.processes import Child, start_jobwire
-from bench.target import JSON, SYNC_HANDLER, Target, body, expect, register_handlers, set_paused
+from bench.target import Target, enqueue_singly, register_handlers, set_paused
 
 COMBINATIONS = {
     "drain": ("drain",),
@@ -50,15 +49,8 @@ async def _single_enqueue(t: Target, conn: asyncpg.Connection, n: int, run: int,
     try:
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=clients)) as http:
             await set_paused(http, t, queue, True)
-            job = body({"handler": SYNC_HANDLER, "queue": queue, "payload": {"i": 0}})
-
-            async def client() -> None:
-                for _ in range(per):
-                    async with http.post(f"{t.api}/v1/jobs", data=job, headers=JSON) as r:
-                        await expect(r, 201)
-
             async with meter.window("enqueue_single"):
-                await asyncio.gather(*(client() for _ in range(clients)))
+                await enqueue_singly(http, t, queue, per, clients)
     finally:
         await jobwire_db.clear_queue(conn, queue)
     return {"jobs": per * clients, "phases": meter.phases,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,18 @@ async def register_handlers(http: aiohttp.ClientSession, t: Target) -> None:
 async def set_paused(http: aiohttp.ClientSession, t: Target, queue: str, paused: bool) -> None:
     async with http.post(f"{t.api}/v1/queues/{queue}/{'pause' if paused else 'resume'}") as r:
         await expect(r, 200)
+
+
+async def enqueue_singly(http: aiohttp.ClientSession, t: Target, queue: str, per: int, clients: int) -> None:
+    """`clients` concurrent callers, each sending `per` single `POST /v1/jobs` into `queue`."""
+    job = body({"handler": SYNC_HANDLER, "queue": queue, "payload": {"i": 0}})
+
+    async def client() -> None:
+        for _ in range(per):
+            async with http.post(f"{t.api}/v1/jobs", data=job, headers=JSON) as r:
+                await expect(r, 201)
+
+    await asyncio.gather(*(client() for _ in range(clients)))
 
 
 async def enqueue_batches(http: aiohttp.ClientSession, t: Target, handler: str, queue: str, n: int,

@@ -66,17 +66,6 @@ def is_bootstrap_key(keys: tuple[bytes, ...], token: str) -> bool:
     return any(hmac.compare_digest(given, key) for key in keys)
 
 
-def check_key(keys: tuple[bytes, ...], authorization: str | None) -> None:
-    """Raises Unauthenticated unless the header holds one of the bootstrap `keys` (or none is configured)."""
-    if not keys:
-        return
-    token = bearer_from(authorization)
-    if token is None:
-        raise Unauthenticated("an API key is required: Authorization: Bearer <key>")
-    if not is_bootstrap_key(keys, token):
-        raise Unauthenticated("the API key is not valid")
-
-
 def key_service(request: Request) -> ApiKeyService:
     """The node's API key service (set by the composition root)."""
     return request.app.state.api_key_service

@@ -43,18 +43,22 @@ def node_tools() -> tuple[str, str]:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="module")
-def node_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
-    """`npm ci` into a temporary copy of tests/node: exactly the locked versions, or a failure."""
+def npm_ci_copy(source: Path, files: tuple[str, ...], into: Path) -> tuple[str, Path]:
+    """(node, app): `files` of the Node.js app in `source` copied into `into`, then `npm ci` there
+    (exactly the locked versions, or a failure); the tree gets no node_modules."""
     node, npm = node_tools()
-    app = tmp_path_factory.mktemp("node-handler")
-    for name in NODE_FILES:
-        shutil.copy(NODE_APP / name, app / name)
-    done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=app,
+    for name in files:
+        shutil.copy(source / name, into / name)
+    done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=into,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"npm ci failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
-    assert (app / "node_modules" / "standardwebhooks" / "package.json").exists()
-    return node, app
+    assert (into / "node_modules" / "standardwebhooks" / "package.json").exists()
+    return node, into
+
+
+@pytest.fixture(scope="module")
+def node_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    return npm_ci_copy(NODE_APP, NODE_FILES, tmp_path_factory.mktemp("node-handler"))
 
 
 NodeHandler = Callable[[str], Awaitable[str]]

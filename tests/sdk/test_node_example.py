@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -28,7 +26,7 @@ import pytest
 
 from app.domain.signing import new_handler_secret, sign_webhook
 from tests.conftest import free_port, register, wait_for_state
-from tests.runtime.test_node_handler import node_tools, stop
+from tests.runtime.test_node_handler import npm_ci_copy, stop
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "node-handler"
 EXAMPLE_FILES = ("package.json", "package-lock.json", "server.js")
@@ -45,15 +43,7 @@ COUNTED = {"words": 4 + 9 * 1500 + 4, "distinct": 15, "lines": 1502,
 @pytest.fixture(scope="module")
 def example_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     """`npm ci` into a temporary copy of the example: exactly the locked versions, or a failure."""
-    node, npm = node_tools()
-    app = tmp_path_factory.mktemp("node-example")
-    for name in EXAMPLE_FILES:
-        shutil.copy(EXAMPLE / name, app / name)
-    done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=app,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, f"npm ci failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
-    assert (app / "node_modules" / "standardwebhooks" / "package.json").exists()
-    return node, app
+    return npm_ci_copy(EXAMPLE, EXAMPLE_FILES, tmp_path_factory.mktemp("node-example"))
 
 
 async def drain(stream: asyncio.StreamReader, into: list[str]) -> None:

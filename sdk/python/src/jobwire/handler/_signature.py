@@ -1,6 +1,12 @@
 """Standard Webhooks verification of a dispatch: any of the handler's secrets against any of the
 request's `v1,` signatures. During a rotation Jobwire signs with every active secret, and a
-handler may hold the old and the new one, so either side can switch first."""
+handler may hold the old and the new one, so either side can switch first.
+
+Not the `standardwebhooks` package (a dependency of the SDK, and what README shows applications):
+its `Webhook.verify` takes one secret per instance, so a rotation would verify the request once
+per secret, and it decodes the body as JSON each time, which the toolkit then does again to read
+the job. The check is the specification's and small; tests/sdk/test_handler_toolkit.py signs its
+requests with the package, so the two agree."""
 
 from __future__ import annotations
 
