@@ -29,9 +29,9 @@ from app.domain.networks import InvalidNetworks, NetworkPolicy, parse_networks
 from app.pruner.pruner import Pruner, PrunerConfig
 from app.scheduler.scheduler import Scheduler, SchedulerConfig
 from app.domain.retry import RetryPolicy
-from app.handlers.secret_cipher import SecretCipher
-from app.handlers.destinations import Resolver, system_resolver
-from app.handlers.transport import AiohttpTransport, Http11Transport
+from app.delivery.secret_cipher import SecretCipher
+from app.delivery.destinations import Resolver, system_resolver
+from app.delivery.transport import AiohttpTransport, Http11Transport
 from app.services.api_keys import ApiKeyService
 from app.services.bulk import BulkService
 from app.services.callbacks import CallbackService, load_server_key

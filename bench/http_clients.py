@@ -3,7 +3,7 @@
     python -m bench.http_clients [--calls 20000] [--in-flight 64]
 
 Starts the benchmark's no-op handler (bench.noop_handler) in its own process and POSTs a
-dispatch-sized body to its /sync route through each transport of app.handlers.transport, in
+dispatch-sized body to its /sync route through each transport of app.delivery.transport, in
 this process on uvloop, alternating (aiohttp, http11, aiohttp, http11) so that both see the
 same machine. The figure to read is the client's CPU per call (this process's CPU time over
 the calls it made): the handler runs on the same cores, so calls per second is shared with it.
@@ -17,7 +17,7 @@ import time
 
 import uvloop
 
-from app.handlers.transport import AiohttpTransport, Http11Transport, Transport
+from app.delivery.transport import AiohttpTransport, Http11Transport, Transport
 from bench.processes import start_handler
 
 BODY = b'{"execution_id":"0b7e","job_id":"j","payload":{"i":1},"callback":{"url":"http://x","token":"t"}}'

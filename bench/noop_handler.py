@@ -5,7 +5,7 @@
 POST /sync      answers 200 {"result": null}
 POST /callback  answers 202, then reports {"outcome": "succeeded"} to the request's
                 callback URL (POST {callback.url}/complete, Bearer token) with Jobwire's own
-                HTTP/1.1 client (app/handlers/http11.py: a third of aiohttp's client CPU per
+                HTTP/1.1 client (app/delivery/http11.py: a third of aiohttp's client CPU per
                 call, so the handler is not what callback mode measures)
 Every dispatch is recorded by execution id (the webhook-id header is "<execution id>.<attempt>"):
 GET  /stats     {received, distinct, dispatched_twice, first_at, last_at, completions_ok, completions_failed}
@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 import httptools
 import orjson
 
-from app.handlers.http11 import Http11Client
+from app.delivery.http11 import Http11Client
 
 OK_BODY = b'{"result":null}'
 COMPLETE_BODY = b'{"outcome":"succeeded"}'

@@ -17,7 +17,8 @@ from starlette.staticfiles import StaticFiles
 
 from app.api import errors
 from app.api.api_keys.routes import router as api_keys
-from app.api.body import BodyLimitMiddleware, ManagementRoute, StrictJSONRoute
+from app.api.auth import ManagementRoute
+from app.api.body import BodyLimitMiddleware, StrictJSONRoute
 from app.api.direct import BODY_MODELS, MARK, DirectRoutes
 from app.api.examples import SCHEMA_EXAMPLES
 from app.api.callbacks.routes import router as callbacks
@@ -75,7 +76,7 @@ def create_api(
     return app
 
 
-# Management routes take a body as JSON only (ManagementRoute, app/api/body.py).
+# Management routes take a body as JSON only (ManagementRoute, app/api/auth.py).
 NOT_JSON: dict[int | str, dict[str, Any]] = {415: problem_response(
     "a request body not sent as JSON (content-type application/json, or application/<something>+json)")}
 # A key without the route's scope, or limited to other queues (app/api/auth.py).
@@ -120,7 +121,7 @@ def _add_docs(app: FastAPI) -> None:
 
 def _complete_document(app: FastAPI) -> None:
     """What FastAPI cannot see in the OpenAPI document: the security of every operation (checked by
-    the route classes, app/api/body.py): a management route's Bearer API key and its scope (in
+    the route classes, app/api/auth.py): a management route's Bearer API key and its scope (in
     `x-jobwire-scope` and the description), a callback route's callback token, none for the rest;
     the body models of the direct routes, whose endpoints take the request alone
     (app/api/direct.py), declared among the components as any other body; the problem document

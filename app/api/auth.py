@@ -1,10 +1,11 @@
 """API keys and scopes for management routes.
 
 Every management route declares the scope it needs where it is declared, with @requires(Scope.X)
-under its route decorator; ManagementRoute (app/api/body.py) checks it, before the body is read,
-on FastAPI's path and the direct routes' alike, and the OpenAPI document shows it (x-jobwire-scope,
-app/api/app.py). A route that declares none needs `admin`: a route is never left open by mistake
-(tests/api/test_scoped_keys.py also checks that each declares one).
+under its route decorator; ManagementRoute, the route class of every management route, checks it
+before the body is read, on FastAPI's path and the direct routes' alike, and the OpenAPI document
+shows it (x-jobwire-scope, app/api/app.py). A route that declares none needs `admin`: a route is
+never left open by mistake (tests/api/test_scoped_keys.py also checks that each declares one), and
+@requires written above the route decorator, too late to be read, fails at import.
 
 A request's key is one of:
 - a bootstrap key (JOBWIRE_API_KEYS), compared in constant time: every scope, every queue;
@@ -17,17 +18,19 @@ principal (scopes, queues) is left on `request.state.principal` for the route.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 
+from app.api.body import StrictJSONRoute
 from app.domain.access import FULL_ACCESS, Principal, Scope
 from app.domain.errors import Unauthenticated
 from app.services.api_keys import ApiKeyService
 
 E = TypeVar("E", bound=Callable[..., object])
 _SCOPE_ATTRIBUTE = "_jobwire_scope"
+_ROUTED_ATTRIBUTE = "_jobwire_routed"  # set on an endpoint once a ManagementRoute has read its scope
 UNDECLARED_SCOPE = Scope.ADMIN  # what a management route that declares no scope needs
 
 
@@ -36,6 +39,9 @@ def requires(scope: Scope) -> Callable[[E], E]:
     (`@router.get(...)` then `@requires(Scope.READ)`), which reads it as it creates the route."""
 
     def declare(endpoint: E) -> E:
+        if getattr(endpoint, _ROUTED_ATTRIBUTE, False):
+            raise TypeError(f"@requires({scope}) on {getattr(endpoint, '__qualname__', endpoint)} comes too late: the "
+                            "route was created without it; put it under the route decorator")
         setattr(endpoint, _SCOPE_ATTRIBUTE, scope)
         return endpoint
 
@@ -72,7 +78,7 @@ def key_service(request: Request) -> ApiKeyService:
 
 
 async def authorize(request: Request, scope: Scope) -> Principal:
-    """The check of every management route (ManagementRoute, app/api/body.py), before its body is
+    """The check of every management route (ManagementRoute), before its body is
     read: the request's principal, which grants `scope`, also left on request.state.principal.
     Unauthenticated for a missing or unknown key, Forbidden for a key without the scope."""
     principal = await authenticate(request)
@@ -107,3 +113,33 @@ def principal_of(request: Request) -> Principal:
 def queues_of(request: Request) -> frozenset[str] | None:
     """The queues this request's key is limited to; None: every queue."""
     return request.state.principal.queues
+
+
+class ManagementRoute(StrictJSONRoute):
+    """A route that takes an API key with the scope its endpoint declares (@requires; `admin` when
+    it declares none) unless the API is open, checked before its body; and refuses what it does not
+    declare: unknown query parameters (422), a body that is not JSON (415)."""
+
+    strict_input = True
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        setattr(endpoint, _ROUTED_ATTRIBUTE, True)  # a later @requires would not be read: it refuses
+        super().__init__(path, endpoint, **kwargs)
+
+    @property
+    def scope(self) -> Scope:
+        """The scope an API key needs for this route."""
+        return declared_scope(self.endpoint) or UNDECLARED_SCOPE
+
+    @property
+    def declares_scope(self) -> bool:
+        """Its endpoint declares its scope (@requires) rather than falling back to admin."""
+        return declared_scope(self.endpoint) is not None
+
+    def gate(self) -> Callable[[Request], Awaitable[object]]:
+        scope = self.scope
+
+        async def check_key(request: Request) -> None:
+            await authorize(request, scope)
+
+        return check_key

@@ -1,11 +1,11 @@
 """Request bodies: a size cap enforced as the body streams in, strict JSON parsing, and the
-route classes that check a request before FastAPI sees it: the API key and its scope, unknown
-query parameters and the body's content type on management routes."""
+route class that checks a request before FastAPI sees it (a gate such as the API key check of
+app/api/auth.py, unknown query parameters and the body's content type on strict routes)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -20,9 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.auth import UNDECLARED_SCOPE, authorize, declared_scope
 from app.api.responses import problem
-from app.domain.access import Scope as KeyScope
 from app.domain.errors import ValidationFailed
 from app.domain.jsonsafety import UnstorableJson, check_storable
 from app.domain.jsontext import loads
@@ -192,10 +190,6 @@ class StrictJSONRoute(APIRoute):
     refuses what PostgreSQL cannot store, before FastAPI validates them: NaN, Infinity, 1e400,
     lone surrogates, \\u0000, nesting > 64."""
 
-    # The body is parsed here, before FastAPI solves the route's parameters: management routes
-    # check the API key and its scope first (the one place they are checked), so a caller without
-    # one gets 401 (403 without the scope) whatever it sent, and costs no parsing.
-    api_key_first = False
     # A route that removes NUL characters from the strings it stores (log messages) takes them.
     nul_in_strings = False
     # Management routes refuse query parameters they do not declare (422 naming each) and a body
@@ -203,9 +197,11 @@ class StrictJSONRoute(APIRoute):
     # its content type says, or none: handlers' HTTP clients differ.
     strict_input = False
 
-    @property
-    def scope(self) -> KeyScope | None:
-        """The scope an API key needs for this route; None: it takes no API key."""
+    def gate(self) -> Callable[[Request], Awaitable[object]] | None:
+        """A check run before anything else, the body unread (None: none). The body is parsed
+        here, before FastAPI solves the route's parameters: a management route's gate checks the
+        API key and its scope first (app/api/auth.py), so a caller without one gets 401 (403
+        without the scope) whatever it sent, and costs no parsing."""
         return None
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
@@ -218,14 +214,14 @@ class StrictJSONRoute(APIRoute):
 
     def _strict(self, handler: Callable[[Request], Coroutine[Any, Any, Response]]
                 ) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        scope = self.scope if self.api_key_first else None
+        gate = self.gate()
         nul_in_strings = self.nul_in_strings
         strict_input = self.strict_input
         declared = declared_query_parameters(self.dependant)
 
         async def strict_handler(request: Request) -> Response:
-            if scope is not None:
-                await authorize(request, scope)
+            if gate is not None:
+                await gate(request)
             if strict_input and request.scope.get("query_string"):
                 unknown = [name for name in request.query_params if name not in declared]
                 if unknown:
@@ -288,24 +284,6 @@ class NulStrippingRoute(StrictJSONRoute):
     stores, so a NUL in a string value is not refused here (one in a key still is)."""
 
     nul_in_strings = True
-
-
-class ManagementRoute(StrictJSONRoute):
-    """A route that takes an API key with the scope its endpoint declares (@requires, app/api/auth.py;
-    `admin` when it declares none) unless the API is open, checked before its body; and refuses what
-    it does not declare: unknown query parameters (422), a body that is not JSON (415)."""
-
-    api_key_first = True
-    strict_input = True
-
-    @property
-    def scope(self) -> KeyScope:
-        return declared_scope(self.endpoint) or UNDECLARED_SCOPE
-
-    @property
-    def declares_scope(self) -> bool:
-        """Its endpoint declares its scope (@requires) rather than falling back to admin."""
-        return declared_scope(self.endpoint) is not None
 
 
 def _path_parts(path: str) -> tuple[str | int, ...]:

@@ -15,7 +15,10 @@ from app.db.queries import EXECUTION_COLUMNS, load
 from app.db.rows import attempt_end_from, attempt_from, claimed_from, event_from, execution_from
 from app.db.statements import execute, fetch, fetchrow, fetchval
 from app.domain import states
-from app.domain.executions import Attempt, AttemptEnd, ClaimedJob, Event, Execution, ListFilter, NewJob
+from app.domain.attempts import Attempt, AttemptEnd
+from app.domain.dispatch import ClaimedJob
+from app.domain.events import Event
+from app.domain.executions import Execution, ListFilter, NewJob
 from app.domain.jsontext import dumps
 
 Q = load("executions.sql")

@@ -10,7 +10,7 @@ from app.db.database import Connection
 from app.db.queries import load
 from app.db.rows import handler_from, handler_secret_from
 from app.db.statements import execute, fetch, fetchrow, fetchval
-from app.domain.executions import Handler
+from app.domain.handlers import Handler
 from app.domain.handler_secrets import HandlerSecret
 
 Q = load("handlers.sql")

@@ -7,7 +7,7 @@ from datetime import datetime
 from app.db.database import Connection
 from app.db.queries import load
 from app.db.statements import fetch, fetchrow, fetchval
-from app.domain.executions import Node
+from app.domain.nodes import Node
 
 Q = load("nodes.sql")
 

@@ -7,17 +7,11 @@ from typing import Any
 
 import orjson
 
-from app.domain.executions import (
-    Attempt,
-    AttemptEnd,
-    ClaimedJob,
-    Event,
-    EventType,
-    Execution,
-    Handler,
-    JobType,
-    Progress,
-)
+from app.domain.attempts import Attempt, AttemptEnd
+from app.domain.dispatch import ClaimedJob
+from app.domain.events import Event, EventType
+from app.domain.executions import Execution, JobType, Progress
+from app.domain.handlers import Handler
 from app.domain.handler_secrets import HandlerSecret
 from app.domain.schedules import ExecutionMode, MisfirePolicy, OverlapPolicy, Schedule, ScheduleSpec
 from app.domain.states import JobState

@@ -15,11 +15,12 @@ from uuid import UUID
 
 from app.dispatcher.completer import Completer
 from app.domain.errors import DatabaseUnavailable
-from app.domain.executions import ClaimedJob, ErrorType, Outcome, OutcomeKind
+from app.domain.dispatch import ClaimedJob, Outcome, OutcomeKind
+from app.domain.executions import ErrorType
 from app.domain.metrics import NodeCounters
-from app.handlers.dispatch import call_handler
-from app.handlers.secret_cipher import PLAIN, SecretCipher
-from app.handlers.transport import Transport
+from app.delivery.dispatch import call_handler
+from app.delivery.secret_cipher import PLAIN, SecretCipher
+from app.delivery.transport import Transport
 from app.services.outcomes import OutcomeService
 
 log = logging.getLogger(__name__)

@@ -1,14 +1,14 @@
-"""Value objects: executions, handlers, new jobs and dispatch outcomes."""
+"""Executions as the domain holds them (a job_executions row), the jobs that create them and the
+filters that list them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
-from app.domain.handler_secrets import HandlerSecret
 from app.domain.states import JobState
 
 
@@ -74,37 +74,6 @@ class Execution:
 
 
 @dataclass(frozen=True, slots=True)
-class Handler:
-    name: str
-    url: str
-    timeout_seconds: float | None
-    max_concurrency: int | None
-    stateful: bool
-    created_at: datetime
-    updated_at: datetime
-    # Its signing secrets that still sign (none expired), newest first; never their values.
-    secrets: tuple[HandlerSecret, ...] = ()
-    # The signing secret (whsec_…) in plain text: only on the handler a create returns (shown once).
-    secret: str = field(repr=False, default="")
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    server_id: str
-    started_at: datetime
-    last_heartbeat: datetime
-    in_flight: int
-
-
-@dataclass(frozen=True, slots=True)
-class QueueStatus:
-    name: str
-    paused: bool
-    counts: dict[str, int]
-    oldest_claimable_age_seconds: float | None
-
-
-@dataclass(frozen=True, slots=True)
 class NewJob:
     """A validated enqueue request, defaults applied, ready to insert. Its idempotency
     fingerprint is computed where it is inserted (jobwire_enqueue, in the database)."""
@@ -134,115 +103,3 @@ class ListFilter:
     queue: str | None = None
     handler: str | None = None
     job_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimedJob:
-    """What the dispatcher needs to make one HTTP call. payload, parameters and metadata are
-    JSON values, or (as the claim returns them) orjson fragments of their stored JSON text."""
-
-    id: UUID
-    job_id: str
-    job_type: str
-    queue: str
-    attempt: int
-    max_attempts: int
-    payload: Any
-    parameters: Any
-    metadata: Any
-    scheduled_at: datetime
-    started_at: datetime
-    deadline_at: datetime
-    seconds_left: float
-    handler: str
-    handler_url: str | None
-    handler_secret: str | None  # the newest of handler_secrets (what a node of the version before 0011 signs with)
-    # Every active signing secret of the handler as stored (whsec_… or jwenc1:…), newest first: each
-    # signs the call. Made without them (tests), the call signs with handler_secret alone.
-    handler_secrets: tuple[str, ...] = ()
-
-
-class OutcomeKind(StrEnum):
-    SUCCEEDED = "succeeded"
-    ACCEPTED = "accepted"  # 202: the handler now holds the execution
-    FAILED = "failed"
-    ABANDONED = "abandoned"  # the call was still open at the deadline
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    kind: OutcomeKind
-    result: Any = None
-    error: str | None = None
-    error_type: str | None = None
-    retryable: bool = True
-    retry_after: float | None = None
-    # The handler's HTTP status when its reply decided the outcome (a 202 keeps it only here: the
-    # attempt's outcome comes later, by callback, with no status of its own).
-    http_status: int | None = None
-
-
-def _millis(start: datetime | None, end: datetime | None) -> int | None:
-    if start is None or end is None:
-        return None
-    return round((end - start).total_seconds() * 1000)
-
-
-@dataclass(frozen=True, slots=True)
-class AttemptEnd:
-    """An attempt that a guarded write ended (a success, a failure, an abandonment): the
-    execution as the write left it (for a retried attempt: ENQUEUED, at the next attempt) and
-    the attempt it ended, as its log line tells it."""
-
-    execution: Execution
-    outcome: JobState  # SUCCEEDED, FAILED or ABANDONED: the attempt's own outcome
-    attempt: int
-    started_at: datetime | None
-    ended_at: datetime
-    node: str | None  # the node that made the attempt's call
-
-    @property
-    def duration_ms(self) -> int | None:
-        return _millis(self.started_at, self.ended_at)
-
-
-class EventType(StrEnum):
-    """The types of the transition events GET /v1/executions/{id}/events lists: attempt
-    outcomes and user actions (the rows of inserts, claims and re-enqueues have none)."""
-
-    SUCCEEDED = "execution.succeeded"
-    FAILED = "execution.failed"
-    ABANDONED = "execution.abandoned"
-    DEAD_LETTERED = "execution.dead_lettered"
-    CANCELLED = "execution.cancelled"
-    RETRIED = "execution.retried"  # a manual retry
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """A typed transition event: `data` is the curated event of DESIGN §4 (plus `retry_at` for a
-    failed or abandoned attempt that another follows)."""
-
-    id: int
-    type: EventType
-    occurred_at: datetime
-    data: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    """One dispatched attempt of an execution: its own outcome (SUCCEEDED, FAILED, ABANDONED,
-    CANCELLED; PROCESSING while in flight, ended_at None), never DEAD_LETTER."""
-
-    attempt: int
-    state: JobState
-    started_at: datetime
-    ended_at: datetime | None
-    node: str | None
-    error_type: str | None
-    error: str | None
-    http_status: int | None
-
-    @property
-    def duration_ms(self) -> int | None:
-        return _millis(self.started_at, self.ended_at)

@@ -3,7 +3,7 @@
 A stored secret is `whsec_…` (plain: no JOBWIRE_SECRET_KEY was set when it was made) or
 `jwenc1:<Fernet token of the whsec_… text>` (encrypted with JOBWIRE_SECRET_KEY). Both are read, so
 a key set later keeps the older plain secrets working; new ones are then encrypted. The
-encryption itself is app/handlers/secret_cipher.py.
+encryption itself is app/delivery/secret_cipher.py.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Pure: nothing here resolves a name. Registration judges a URL (`handler_url_problem`) and, when
 its host is an IP literal, that address (`NetworkPolicy.refusal`); the dispatch clients resolve
-the host themselves and judge every address before they connect to it (app/handlers/destinations.py).
+the host themselves and judge every address before they connect to it (app/delivery/destinations.py).
 
 The setting, comma-separated keywords and CIDRs (case-insensitive keywords, blank = `any`):
 - `any` (the default): every address that is not in a class below that is never called.

@@ -64,4 +64,6 @@ UNDISPATCHED_FROM = (S.PROCESSING,)
 # A success for the current attempt also wins over ABANDONED and over a DEAD_LETTER
 # reached by abandoning (error_type abandoned_*): its work did finish.
 SUCCEED_FROM = (S.PROCESSING, S.ABANDONED, S.DEAD_LETTER)
+# An execution may be deleted (DELETE /v1/executions/{id}, bulk-delete) in any state but the live ones.
+PURGE_FROM = tuple(s for s in S if s not in (S.ENQUEUED, S.PROCESSING))
 ABANDONED_ERROR_PREFIX = "abandoned_"

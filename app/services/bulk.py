@@ -27,7 +27,8 @@ from uuid import UUID
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
-from app.db.retention import PURGE_FROM, RetentionRepository
+from app.db.bulk import BulkRepository
+from app.db.purge import PurgeRepository
 from app.domain import states
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.executions import ListFilter
@@ -49,7 +50,7 @@ class BulkAction(StrEnum):
 ACTION_STATES: dict[BulkAction, tuple[JobState, ...]] = {
     BulkAction.RETRY: tuple(states.MANUAL_RETRY_FROM),
     BulkAction.CANCEL: tuple(states.CANCEL_FROM),
-    BulkAction.DELETE: tuple(PURGE_FROM),
+    BulkAction.DELETE: tuple(states.PURGE_FROM),
 }
 
 
@@ -76,12 +77,14 @@ class BulkResult:
 
 class BulkService:
     def __init__(self, db: Database, executions: ExecutionRepository | None = None,
-                 handlers: HandlerRepository | None = None, retention: RetentionRepository | None = None,
+                 handlers: HandlerRepository | None = None, selections: BulkRepository | None = None,
+                 purges: PurgeRepository | None = None,
                  batch_size: int = BATCH_SIZE) -> None:
         self.db = db
         self.executions = executions or ExecutionRepository()
         self.handlers = handlers or HandlerRepository()
-        self.retention = retention or RetentionRepository()
+        self.selections = selections or BulkRepository()
+        self.purges = purges or PurgeRepository()
         self.batch_size = batch_size
 
     async def apply(self, action: BulkAction, selection: BulkSelection, limit: int = MAX_LIMIT,
@@ -123,13 +126,13 @@ class BulkService:
         ids = None if selection.ids is None else sorted(set(selection.ids))
         async with self.db.autocommit() as conn:
             if queues is None:
-                rows = await self.retention.select_for_bulk(conn, wanted, filters, ids, limit + 1)
+                rows = await self.selections.select(conn, wanted, filters, ids, limit + 1)
             else:
                 rows = []
                 for queue in _narrowed(selection.queue, queues):
                     if len(rows) > limit:
                         break
-                    rows += await self.retention.select_for_bulk(conn, wanted, replace(filters, queue=queue), ids,
+                    rows += await self.selections.select(conn, wanted, replace(filters, queue=queue), ids,
                                                                  limit + 1 - len(rows))
         return rows[:limit], len(rows) > limit
 
@@ -155,7 +158,7 @@ class BulkService:
 
     async def _delete(self, batch: Sequence[tuple[UUID, str]]) -> int:
         async with self.db.transaction() as conn:
-            return len(await self.retention.delete(conn, [execution_id for execution_id, _ in batch]))
+            return len(await self.purges.delete(conn, [execution_id for execution_id, _ in batch]))
 
 
 def _narrowed(queue: str | None, queues: frozenset[str]) -> list[str]:

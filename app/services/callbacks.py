@@ -15,7 +15,8 @@ from app.db.handlers import MetaRepository
 from app.db.logs import LogRepository
 from app.db.steps import StepRepository
 from app.domain.errors import Forbidden, NotFound, StaleAttempt, Unauthenticated
-from app.domain.executions import ErrorType, Execution, Outcome, OutcomeKind
+from app.domain.dispatch import Outcome, OutcomeKind
+from app.domain.executions import ErrorType, Execution
 from app.domain.logs import LogEntry
 from app.domain.metrics import NodeCounters
 from app.domain.signing import callback_token, new_server_key, verify_callback_token

@@ -15,7 +15,8 @@ from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.nodes import NodeRepository
 from app.domain.errors import DatabaseUnavailable
-from app.domain.executions import ErrorType, Execution, Node
+from app.domain.executions import ErrorType, Execution
+from app.domain.nodes import Node
 from app.domain.outage import OutageRule
 from app.services.outcomes import log_attempt_ends
 from app.services.wakeups import wake_for_freed_slots

@@ -22,7 +22,9 @@ from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
 from app.db.logs import LogRepository
 from app.domain.errors import Conflict, FieldError, InvalidTransition, NotFound, ValidationFailed
-from app.domain.executions import Attempt, Event, Execution, ListFilter
+from app.domain.attempts import Attempt
+from app.domain.events import Event
+from app.domain.executions import Execution, ListFilter
 from app.services.wakeups import wake_for_freed_slots
 from app.domain.logs import StoredLog
 

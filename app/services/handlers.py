@@ -10,11 +10,11 @@ from uuid import UUID
 from app.db.database import Database
 from app.db.handlers import HandlerRepository
 from app.domain.errors import Conflict, FieldError, NotFound, ValidationFailed
-from app.domain.executions import Handler
+from app.domain.handlers import Handler
 from app.domain.handler_secrets import MAX_ACTIVE_SECRETS, NewHandlerSecret
 from app.domain.networks import ANY_NETWORK, NetworkPolicy, as_address, handler_url_problem
 from app.domain.signing import new_handler_secret
-from app.handlers.secret_cipher import PLAIN, SecretCipher
+from app.delivery.secret_cipher import PLAIN, SecretCipher
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,9 @@ from uuid import UUID
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.domain.errors import DatabaseUnavailable
-from app.domain.executions import AttemptEnd, ClaimedJob, ErrorType, Execution, Outcome, OutcomeKind
+from app.domain.attempts import AttemptEnd
+from app.domain.dispatch import ClaimedJob, Outcome, OutcomeKind
+from app.domain.executions import ErrorType, Execution
 from app.domain.logfields import fields
 from app.domain.retry import RetryPolicy
 from app.domain.states import JobState

@@ -14,7 +14,7 @@ from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.queues import QueueRepository
 from app.domain.access import require_queue
-from app.domain.executions import QueueStatus
+from app.domain.queues import QueueStatus
 from app.domain.metrics import QueueDepth
 from app.domain.states import JobState
 

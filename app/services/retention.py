@@ -15,6 +15,7 @@ from uuid import UUID
 
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
+from app.db.purge import PurgeRepository
 from app.db.retention import FIRST_KEY, RetentionRepository
 from app.domain.errors import InvalidTransition, NotFound
 from app.domain.states import JobState
@@ -95,17 +96,17 @@ class PruneService:
 
 
 class PurgeService:
-    def __init__(self, db: Database, retention: RetentionRepository | None = None,
+    def __init__(self, db: Database, purges: PurgeRepository | None = None,
                  executions: ExecutionRepository | None = None) -> None:
         self.db = db
-        self.retention = retention or RetentionRepository()
+        self.purges = purges or PurgeRepository()
         self.executions = executions or ExecutionRepository()
 
     async def delete(self, execution_id: UUID) -> None:
         """Delete an execution in any state but ENQUEUED and PROCESSING, with its logs, steps and
         events. NotFound when there is none; InvalidTransition while it is live."""
         async with self.db.transaction() as conn:
-            if await self.retention.delete(conn, [execution_id]):
+            if await self.purges.delete(conn, [execution_id]):
                 return
             current = await self.executions.get(conn, execution_id)
         if current is None:

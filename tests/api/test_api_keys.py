@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 
 from app.api.app import create_api
-from app.api.body import ManagementRoute
+from app.api.auth import ManagementRoute
 from app.db.database import Database
 from tests.api_contract import api_routes
 from tests.conftest import HandlerServer, RunningServer, settings_for, start_server

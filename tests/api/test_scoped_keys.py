@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from app.api.app import create_api
-from app.api.body import ManagementRoute
+from app.api.auth import ManagementRoute
 from app.domain.access import Scope, granted
 from app.db.database import Database
 from tests.api_contract import api_routes
@@ -77,6 +77,18 @@ def test_a_route_that_declares_no_scope_needs_admin() -> None:
 
     [route] = router.routes
     assert isinstance(route, ManagementRoute) and not route.declares_scope and route.scope is Scope.ADMIN
+
+
+def test_requires_written_above_the_route_decorator_fails_at_import() -> None:
+    from fastapi import APIRouter
+
+    from app.api.auth import requires
+
+    router = APIRouter(route_class=ManagementRoute)
+    with pytest.raises(TypeError, match="under the route decorator"):
+        @requires(Scope.READ)  # too late: the route below is created first, demanding admin
+        @router.get("/v1/misplaced")
+        async def misplaced() -> None: ...
 
 
 def test_the_document_declares_the_security_of_every_operation() -> None:

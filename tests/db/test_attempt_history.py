@@ -15,7 +15,9 @@ from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
 from app.db.statements import execute, fetch
-from app.domain.executions import Attempt, EventType, NewJob
+from app.domain.attempts import Attempt
+from app.domain.events import EventType
+from app.domain.executions import NewJob
 from app.domain.signing import new_handler_secret
 from app.domain.states import JobState
 from app.services.enqueue import EnqueueLimits, EnqueueService

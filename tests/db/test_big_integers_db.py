@@ -12,7 +12,7 @@ import orjson
 import pytest
 from sqlalchemy.engine import make_url
 
-from app.db import outbox
+from jobwire import outbox
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
@@ -76,9 +76,9 @@ async def test_an_integer_beyond_64_bits_is_bound_as_jsonb_exactly(db: Database)
     assert orjson.dumps(row["back"]) == f'{{"python":{2**70},"fragment":{BIG}}}'.encode()
 
 
-async def test_a_python_int_beyond_64_bits_is_enqueued_exactly_through_the_outbox_helper(
+async def test_a_python_int_beyond_64_bits_is_enqueued_exactly_through_the_sdk_outbox(
         conn: asyncpg.Connection) -> None:
     async with conn.transaction():
-        await outbox.enqueue(conn, [{"handler": "h", "payload": {"n": BIG}, "metadata": {"m": -BIG}}])
+        await outbox.enqueue(conn, "h", {"n": BIG}, metadata={"m": -BIG})
     stored = await conn.fetchrow("SELECT payload::text, metadata::text FROM job_executions")
     assert (stored["payload"], stored["metadata"]) == (f'{{"n": {BIG}}}', f'{{"m": {-BIG}}}')

@@ -21,7 +21,8 @@ from typing import Any
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
-from app.domain.executions import ClaimedJob, NewJob
+from app.domain.dispatch import ClaimedJob
+from app.domain.executions import NewJob
 from app.domain.signing import new_handler_secret
 from app.domain.states import JobState
 from app.services.enqueue import EnqueueLimits, EnqueueService

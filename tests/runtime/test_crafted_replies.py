@@ -11,10 +11,11 @@ from uuid import uuid4
 
 import pytest
 
-from app.domain.executions import ClaimedJob, ErrorType, OutcomeKind
+from app.domain.dispatch import ClaimedJob, OutcomeKind
+from app.domain.executions import ErrorType
 from app.domain.signing import new_handler_secret
-from app.handlers.dispatch import call_handler
-from app.handlers.transport import AiohttpTransport, Http11Transport, Transport
+from app.delivery.dispatch import call_handler
+from app.delivery.transport import AiohttpTransport, Http11Transport, Transport
 
 OVERFLOWING_DATE = b"Mon, 01 Jan 99999999999 00:00:00 GMT"  # parsedate_to_datetime: OverflowError
 

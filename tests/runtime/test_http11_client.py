@@ -15,8 +15,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 import trustme
 
-from app.handlers.http11 import MAX_HEAD_BYTES
-from app.handlers.transport import (AiohttpTransport, DeadlineExceeded, Http11Transport, Reply, Transport,
+from app.delivery.http11 import MAX_HEAD_BYTES
+from app.delivery.transport import (AiohttpTransport, DeadlineExceeded, Http11Transport, Reply, Transport,
                                     TransportError)
 
 CAP = 1000

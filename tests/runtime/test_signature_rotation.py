@@ -15,7 +15,7 @@ from cryptography.fernet import Fernet
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from app.domain.signing import new_handler_secret
-from app.handlers.secret_cipher import SecretCipher
+from app.delivery.secret_cipher import SecretCipher
 from tests.conftest import HandlerServer, register, scalar, sql, wait_for_state
 
 

@@ -18,7 +18,7 @@ import trustme
 from aiohttp import web
 
 from app.domain.networks import parse_networks
-from app.handlers.transport import (
+from app.delivery.transport import (
     AiohttpTransport,
     BlockedDestination,
     Http11Transport,

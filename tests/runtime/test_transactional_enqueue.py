@@ -18,7 +18,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from app.db import outbox
+from jobwire import outbox
 from app.db.migrate import upgrade_sync
 from tests.conftest import HandlerServer, register, settings_for, start_server, wait_for_state
 
@@ -146,32 +146,6 @@ async def test_asyncpg_commit_delivers_the_job_woken_by_notify(database_url, ord
     assert done["result"] == {"order": 4}
 
 
-# --- the Python helper (app.db.outbox) --------------------------------------------------------
-
-async def test_the_outbox_helper_enqueues_on_asyncpg_and_sqlalchemy_connections(database_url, orders, api,
-                                                                              handler):
-    conn = await asyncpg.connect(plain_dsn(database_url))
-    try:
-        async with conn.transaction():
-            first = await outbox.enqueue(conn, [{"handler": "receipts", "payload": {"order": 5},
-                                                 "idempotency_key": "order-5"}])
-    finally:
-        await conn.close()
-    engine = create_async_engine(sqlalchemy_url(database_url))
-    try:
-        async with engine.begin() as sa_conn:
-            again = await outbox.enqueue(sa_conn, [{"handler": "receipts", "payload": {"order": 5},
-                                                    "idempotency_key": "order-5"},
-                                                   {"handler": "receipts", "payload": {"order": 6}}])
-    finally:
-        await engine.dispose()
-    assert first[0].created and first[0].state == "ENQUEUED"
-    assert [(j.ord, j.created) for j in again] == [(0, False), (1, True)]
-    assert again[0].id == first[0].id
-    await handler.wait_for(2, timeout=5)
-    assert sorted(r["payload"]["order"] for r in handler.received) == [5, 6]
-
-
 # --- a schema of its own, called from a connection whose search_path is elsewhere -------------
 
 async def test_in_a_schema_the_function_reaches_its_tables_and_wakes_that_schemas_nodes(
@@ -189,8 +163,7 @@ async def test_in_a_schema_the_function_reaches_its_tables_and_wakes_that_schema
                 await conn.execute("CREATE TABLE job_handlers (name text, stateful bool)")
                 await conn.execute("CREATE TABLE job_executions (id uuid)")
                 async with conn.transaction():
-                    [job] = await outbox.enqueue(conn, [{"handler": "receipts", "payload": {"order": 7}}],
-                                                 schema="jw_outbox")
+                    job = await outbox.enqueue(conn, "receipts", {"order": 7}, schema="jw_outbox")
                 unqualified = conn.fetch(ENQUEUE_ASYNCPG, "[]")
                 with pytest.raises(asyncpg.UndefinedFunctionError):
                     await unqualified  # not on this search_path: call it schema-qualified

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from app.handlers.transport import AiohttpTransport, DeadlineExceeded, Http11Transport, Transport, TransportError
+from app.delivery.transport import AiohttpTransport, DeadlineExceeded, Http11Transport, Transport, TransportError
 
 CAP = 1000
 

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from app.handlers import dispatch
-from app.handlers.dispatch import _within_deadline
-from app.handlers.transport import DeadlineExceeded
+from app.delivery import dispatch
+from app.delivery.dispatch import _within_deadline
+from app.delivery.transport import DeadlineExceeded
 
 
 async def reply_after(seconds: float) -> str:

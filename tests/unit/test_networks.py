@@ -23,7 +23,7 @@ from app.domain.networks import (
     judged,
     parse_networks,
 )
-from app.handlers.http11 import split_url
+from app.delivery.http11 import split_url
 from app.main import handler_networks
 from app.startup import StartupFailure
 

@@ -1,5 +1,5 @@
 """The document's `webhooks` section describes the request Jobwire really sends to a handler
-(app/handlers/dispatch.py) and the replies it understands."""
+(app/delivery/dispatch.py) and the replies it understands."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pydantic import TypeAdapter
 
 from app.api.app import create_api
 from app.api.webhooks.models import DispatchRequest
-from app.domain.executions import ClaimedJob
+from app.domain.dispatch import ClaimedJob
 from app.domain.signing import new_handler_secret
-from app.handlers.dispatch import request_body, signed_headers
+from app.delivery.dispatch import request_body, signed_headers
 
 WEBHOOK = create_api(max_request_bytes=1).openapi()["webhooks"]["jobDispatch"]["post"]
 

@@ -30,8 +30,8 @@ from app.domain.retry import parse_retry_after
 from app.domain.signing import callback_token, new_server_key, verify_callback_token
 from app.domain.states import JobState
 from app.domain.tracing import valid_traceparent
-from app.handlers.dispatch import _reply_time
-from app.handlers.transport import Reply
+from app.delivery.dispatch import _reply_time
+from app.delivery.transport import Reply
 from app.services.executions import decode_cursor, decode_log_cursor, encode_cursor, encode_log_cursor
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)

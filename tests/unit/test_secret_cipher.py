@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from app.config import Settings
 from app.domain.handler_secrets import ENCRYPTED_PREFIX, UnreadableSecret, is_encrypted
 from app.domain.signing import new_handler_secret
-from app.handlers.secret_cipher import PLAIN, SecretCipher
+from app.delivery.secret_cipher import PLAIN, SecretCipher
 
 
 def test_with_a_key_a_secret_is_stored_encrypted_and_read_back() -> None:

@@ -12,7 +12,7 @@ import orjson
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from app.domain.executions import ClaimedJob
+from app.domain.dispatch import ClaimedJob
 from app.domain.signing import (
     SECRET_PREFIX,
     callback_token,
@@ -21,7 +21,7 @@ from app.domain.signing import (
     sign_webhook,
     verify_callback_token,
 )
-from app.handlers.dispatch import request_body, signed_headers
+from app.delivery.dispatch import request_body, signed_headers
 
 
 def claimed_job(attempt: int = 2) -> ClaimedJob:

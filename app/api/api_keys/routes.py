@@ -9,8 +9,7 @@ from starlette.responses import Response
 
 from app.api.api_keys.models import ApiKeyCreated, ApiKeyIn, ApiKeyList
 from app.api.api_keys.views import api_key_view
-from app.api.auth import key_service, requires
-from app.api.body import ManagementRoute
+from app.api.auth import ManagementRoute, key_service, requires
 from app.api.responses import FastJSON, problems
 from app.domain.access import Scope
 

@@ -10,8 +10,7 @@ from fastapi import APIRouter, Request
 from pydantic import Field, Strict, model_validator
 from starlette.responses import Response
 
-from app.api.auth import queues_of, requires
-from app.api.body import ManagementRoute
+from app.api.auth import ManagementRoute, queues_of, requires
 from app.api.executions.models import StateName
 from app.api.fields import Name, ResponseModel, StrictModel
 from app.api.responses import FastJSON, problems

@@ -10,10 +10,13 @@ from uuid import UUID
 from pydantic import Field
 
 from app.api.fields import ResponseModel
-from app.domain.executions import EventType
+from app.domain.events import EventType
+from app.domain.executions import JobType
+from app.domain.states import JobState
 
-StateName = Literal["ENQUEUED", "PROCESSING", "SUCCEEDED", "FAILED", "CANCELLED", "ABANDONED", "DEAD_LETTER"]
-JobTypeName = Literal["DELAYED", "CRON", "BATCH"]
+# The names as the document shows them (an enum of strings), from the enums that own them.
+StateName = Literal[tuple(s.value for s in JobState)]  # type: ignore[valid-type]
+JobTypeName = Literal[tuple(t.value for t in JobType)]  # type: ignore[valid-type]
 EventTypeName = Literal[tuple(t.value for t in EventType)]  # type: ignore[valid-type]
 
 

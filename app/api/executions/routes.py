@@ -8,8 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
-from app.api.auth import queues_of, requires
-from app.api.body import ManagementRoute
+from app.api.auth import ManagementRoute, queues_of, requires
 from app.api.executions.models import AttemptList, EventPage, ExecutionOut, ExecutionPage, LogPage, StateName
 from app.api.executions.views import attempt_view, event_view, execution_view, log_view
 from app.api.fields import Name

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.domain.executions import Attempt, Event, Execution
+from app.domain.attempts import Attempt
+from app.domain.events import Event
+from app.domain.executions import Execution
 from app.domain.logs import StoredLog
 
 

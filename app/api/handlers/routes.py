@@ -8,8 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Path, Request
 from starlette.responses import Response
 
-from app.api.auth import requires
-from app.api.body import ManagementRoute
+from app.api.auth import ManagementRoute, requires
 from app.api.fields import Name
 from app.api.handlers.models import HandlerIn, HandlerList, HandlerOut, SecretCreated, SecretIn
 from app.api.handlers.views import handler_view, new_secret_view

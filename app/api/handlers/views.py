@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.domain.executions import Handler
+from app.domain.handlers import Handler
 from app.domain.handler_secrets import NewHandlerSecret
 
 

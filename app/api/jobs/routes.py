@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from app.api.auth import queues_of, requires
-from app.api.body import ManagementRoute, body_as
+from app.api.auth import ManagementRoute, queues_of, requires
+from app.api.body import body_as
 from app.api.direct import direct
 from app.api.executions.models import ExecutionOut
 from app.api.executions.views import execution_view

@@ -5,13 +5,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from app.api.auth import requires
-from app.api.body import ManagementRoute
+from app.api.auth import ManagementRoute, requires
 from app.api.nodes.models import NodeList
 from app.api.responses import FastJSON
 from app.api.services import services_of
 from app.domain.access import Scope
-from app.domain.executions import Node
+from app.domain.nodes import Node
 
 router = APIRouter(prefix="/v1/nodes", tags=["nodes"], route_class=ManagementRoute)
 

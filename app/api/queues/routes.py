@@ -7,8 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Request
 from starlette.responses import Response
 
-from app.api.auth import queues_of, requires
-from app.api.body import ManagementRoute
+from app.api.auth import ManagementRoute, queues_of, requires
 from app.api.fields import Name
 from app.api.queues.models import QueueList, QueueOut
 from app.api.queues.views import queue_view

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.domain.executions import QueueStatus
+from app.domain.queues import QueueStatus
 from app.domain.states import JobState
 
 # The live states and the dead letters; finished totals are not counted (app/services/queues.py).

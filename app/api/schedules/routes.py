@@ -7,8 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 from starlette.responses import Response
 
-from app.api.auth import requires
-from app.api.body import ManagementRoute
+from app.api.auth import ManagementRoute, requires
 from app.api.executions.models import ExecutionOut
 from app.api.executions.views import execution_view
 from app.api.fields import Name

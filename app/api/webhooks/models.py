@@ -1,4 +1,4 @@
-"""The dispatch request Jobwire sends to a handler (DESIGN §5, app/handlers/dispatch.py) and the
+"""The dispatch request Jobwire sends to a handler (DESIGN §5, app/delivery/dispatch.py) and the
 reply it reads back."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The `webhooks` section of the document: the request Jobwire sends to a handler for each attempt
 and the replies it understands. Declared as FastAPI declares a route, on app.webhooks, never
-served: the dispatcher sends it (app/handlers/dispatch.py)."""
+served: the dispatcher sends it (app/delivery/dispatch.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
--- Named statements of retention, purge and bulk actions, parsed once by app/db/queries.py.
+-- Named statements of retention (the pruner), parsed once by app/db/queries.py.
 -- An execution is deleted with its events (job_events has no foreign key); its logs and steps
 -- go by their foreign keys (ON DELETE CASCADE). A deleted execution frees its idempotency key.
 
@@ -46,36 +46,3 @@ WITH due AS MATERIALIZED (
     DELETE FROM job_events WHERE execution_id = ANY(ARRAY(SELECT id FROM gone))
 )
 SELECT g.created_at, g.id, count(*) OVER () AS deleted FROM gone g ORDER BY g.created_at DESC, g.id LIMIT 1
-
--- name: executions_delete
--- Purge (DELETE /v1/executions/{id}, bulk-delete): the executions of :ids in a state they may be
--- deleted from (:from_states: any but ENQUEUED and PROCESSING), locked in id order first (the
--- order of every batch write, so two batches over the same rows wait for each other rather than
--- deadlock). The ids deleted come back; their events go in the next statement of the same
--- transaction (executions_delete_events).
-WITH locked AS MATERIALIZED (
-    SELECT id FROM job_executions
-    WHERE id = ANY(CAST(:ids AS uuid[])) AND state = ANY(CAST(:from_states AS text[]))
-    ORDER BY id
-    FOR UPDATE
-)
-DELETE FROM job_executions WHERE id = ANY(ARRAY(SELECT id FROM locked))
-RETURNING id
-
--- name: executions_delete_events
--- The events of executions just deleted. A statement of its own, after the delete: a purge that
--- waited for a row lock (a late success committing) deletes the row as that writer left it, and
--- only a new snapshot sees the event it wrote. No writer adds one later: the row is gone.
-DELETE FROM job_events WHERE execution_id = ANY(CAST(:ids AS uuid[]))
-
--- name: executions_select_for_bulk
--- A bulk action's rows: those in a state the action may change (:states) that match its filters,
--- oldest first, up to :n (the caller asks one more than it takes, to tell whether more match).
--- app/db/retention.py appends each filter given as `AND column = :column` (ids: `AND id =
--- ANY(:ids)`) where the comment below stands, so every combination is a statement of its own,
--- planned for the indexes it can use. `created_at, id DESC`: a backward walk of the listing
--- indexes (state, created_at DESC, id) and (created_at DESC, id).
-SELECT id, handler FROM job_executions
-WHERE state = ANY(CAST(:states AS text[])) /* filters */
-ORDER BY created_at, id DESC
-LIMIT :n

@@ -13,15 +13,16 @@ from typing import Any
 
 import orjson
 
-from app.domain.executions import ClaimedJob, ErrorType, Outcome, OutcomeKind
+from app.domain.dispatch import ClaimedJob, Outcome, OutcomeKind
+from app.domain.executions import ErrorType
 from app.domain.handler_secrets import UnreadableSecret
 from app.domain.jsonsafety import UnstorableJson, check_storable
 from app.domain.jsontext import loads
 from app.domain.retry import parse_retry_after
 from app.domain.signing import sign_webhook, webhook_id
 from app.domain.text import error_text
-from app.handlers.secret_cipher import PLAIN, SecretCipher
-from app.handlers.transport import BlockedDestination, DeadlineExceeded, Reply, Transport, TransportError
+from app.delivery.secret_cipher import PLAIN, SecretCipher
+from app.delivery.transport import BlockedDestination, DeadlineExceeded, Reply, Transport, TransportError
 
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 per call.
 
 Two implementations behind one protocol, chosen by JOBWIRE_DISPATCH_CLIENT:
-- Http11Transport (default): app.handlers.http11, a small HTTP/1.1 client on asyncio protocols
+- Http11Transport (default): app.delivery.http11, a small HTTP/1.1 client on asyncio protocols
   and httptools, for http and https handlers alike. Measured here against the benchmark's no-op
   handler, 64 calls in flight: ~110–130 µs of client CPU per call against aiohttp's ~320–350 µs
   (`python -m bench.http_clients`).
@@ -12,7 +12,7 @@ Both verify https handlers against the system's CA store, or the `ssl_context` t
 (tests inject a local CA's trust this way; no setting reads it).
 
 Both connect only to addresses `networks` (JOBWIRE_HANDLER_NETWORKS) allows, judged after the
-host is resolved by `resolver` (app/handlers/destinations.py; default the event loop's
+host is resolved by `resolver` (app/delivery/destinations.py; default the event loop's
 getaddrinfo), at every new connection; a host with no allowed address raises BlockedDestination
 before anything is sent. The built-in client resolves and connects by address itself; aiohttp
 asks a resolver that drops refused addresses (aiohttp connects to what its resolver returns and
@@ -36,14 +36,14 @@ from aiohttp.helpers import is_ip_address
 from yarl import URL
 
 from app.domain.networks import ANY_NETWORK, NetworkPolicy, as_address
-from app.handlers.destinations import (
+from app.delivery.destinations import (
     DestinationRefused,
     Resolver,
     allowed_addresses,
     refusal_text,
     system_resolver,
 )
-from app.handlers.http11 import Http11Client, HttpError
+from app.delivery.http11 import Http11Client, HttpError
 
 
 @dataclass(frozen=True, slots=True)

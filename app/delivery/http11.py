@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 import httptools
 
 from app.domain.networks import ANY_NETWORK, NetworkPolicy
-from app.handlers.destinations import Resolver, allowed_addresses, system_resolver
+from app.delivery.destinations import Resolver, allowed_addresses, system_resolver
 
 
 class HttpError(Exception):

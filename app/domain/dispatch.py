@@ -1,0 +1,55 @@
+"""Dispatch: a claimed job, as the dispatcher calls its handler, and the outcome of that call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+from uuid import UUID
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """What the dispatcher needs to make one HTTP call. payload, parameters and metadata are
+    JSON values, or (as the claim returns them) orjson fragments of their stored JSON text."""
+
+    id: UUID
+    job_id: str
+    job_type: str
+    queue: str
+    attempt: int
+    max_attempts: int
+    payload: Any
+    parameters: Any
+    metadata: Any
+    scheduled_at: datetime
+    started_at: datetime
+    deadline_at: datetime
+    seconds_left: float
+    handler: str
+    handler_url: str | None
+    handler_secret: str | None  # the newest of handler_secrets (what a node of the version before 0011 signs with)
+    # Every active signing secret of the handler as stored (whsec_… or jwenc1:…), newest first: each
+    # signs the call. Made without them (tests), the call signs with handler_secret alone.
+    handler_secrets: tuple[str, ...] = ()
+
+
+class OutcomeKind(StrEnum):
+    SUCCEEDED = "succeeded"
+    ACCEPTED = "accepted"  # 202: the handler now holds the execution
+    FAILED = "failed"
+    ABANDONED = "abandoned"  # the call was still open at the deadline
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    kind: OutcomeKind
+    result: Any = None
+    error: str | None = None
+    error_type: str | None = None
+    retryable: bool = True
+    retry_after: float | None = None
+    # The handler's HTTP status when its reply decided the outcome (a 202 keeps it only here: the
+    # attempt's outcome comes later, by callback, with no status of its own).
+    http_status: int | None = None

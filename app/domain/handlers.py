@@ -1,0 +1,23 @@
+"""Handlers: the named HTTP targets jobs are dispatched to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from app.domain.handler_secrets import HandlerSecret
+
+
+@dataclass(frozen=True, slots=True)
+class Handler:
+    name: str
+    url: str
+    timeout_seconds: float | None
+    max_concurrency: int | None
+    stateful: bool
+    created_at: datetime
+    updated_at: datetime
+    # Its signing secrets that still sign (none expired), newest first; never their values.
+    secrets: tuple[HandlerSecret, ...] = ()
+    # The signing secret (whsec_…) in plain text: only on the handler a create returns (shown once).
+    secret: str = field(repr=False, default="")
