@@ -1,8 +1,9 @@
-"""Alembic environment: async engine, one advisory lock, schema placement.
+"""Alembic environment: async engine, one advisory lock, schema placement, the baseline.
 
-Run through app.db.migrate (never with a global alembic.ini): it passes the URL and
-schema in config.attributes. Alembic's async env runs its own event loop, so the caller
-runs it in a worker thread, out of the running loop's way.
+Run through app.db.migrate (never with a global alembic.ini): it passes the URL, the
+schema and whether an upgrade to head may take the baseline in config.attributes. Alembic's
+async env runs its own event loop, so the caller runs it in a worker thread, out of the
+running loop's way.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from sqlalchemy import pool, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from app.db import baseline
 from app.db.tables import metadata
 
 # Every node starting at once serialises here: schema creation and upgrades run under it.
@@ -33,7 +35,12 @@ def _run(connection: Connection) -> None:
         compare_server_default=True,
     )
     with context.begin_transaction():
-        context.run_migrations()
+        # Decided under the lock: a node that waited for another's install finds a revision.
+        if config.attributes.get("baseline") and baseline.is_fresh(connection):
+            baseline.install(connection, schema)
+            context.get_context().stamp(context.script, "heads")
+        else:
+            context.run_migrations()
 
 
 async def _run_async() -> None:

@@ -20,7 +20,7 @@ from typing import NoReturn
 from pydantic import ValidationError
 
 from app import logging_setup
-from app.config import Settings, client_key_refusal, unknown_variables
+from app.config import Settings, unknown_variables
 from app.domain.logfields import fields
 from app.startup import EXIT_STATUS, StartupFailure
 
@@ -43,11 +43,9 @@ def _settings(doing: str = "start", **overrides: object) -> Settings:
                                         str(e["msg"]).removeprefix("Value error, ")) for e in exc.errors()))
 
 
-def _check_environment(settings: Settings) -> None:
-    """Refuses JOBWIRE_API_KEY on an open server; warns of JOBWIRE_* variables that name no setting."""
-    refusal = client_key_refusal(os.environ, settings)
-    if refusal:
-        _cannot("start", StartupFailure("JOBWIRE_API_KEY", refusal))
+def _check_environment() -> None:
+    """Warns of JOBWIRE_* variables that name no setting. (JOBWIRE_API_KEY on a server that takes
+    no key is refused once the database says whether it holds keys: app/main.py.)"""
     for name, closest in unknown_variables(os.environ):
         hint = f"; did you mean {closest}?" if closest else ""
         log.warning("%s is not a Jobwire setting: ignored%s", name, hint,
@@ -67,6 +65,17 @@ class _AfterStartupFailure(logging.Filter):
 
 
 def _serve(args: argparse.Namespace) -> None:
+    _node(args, dev=False)
+
+
+def _dev(args: argparse.Namespace) -> None:
+    _node(args, dev=True)
+
+
+def _node(args: argparse.Namespace, *, dev: bool) -> None:
+    """`jobwire serve`, or with `dev` the node of `jobwire dev`: on the embedded PostgreSQL, with
+    the sample handler (app/dev.py)."""
+    import asyncio
     import errno
     import gc
     import signal
@@ -78,14 +87,31 @@ def _serve(args: argparse.Namespace) -> None:
     from app.startup import bind, listen_failure
 
     class Server(uvicorn.Server):
-        # uvicorn re-raises a captured SIGTERM/SIGINT after its graceful shutdown, so the process
-        # would die by the signal (exit 143); a node that drained cleanly exits 0 instead.
         def handle_exit(self, sig: int, frame: object) -> None:
+            again = self.should_exit and sig == signal.SIGINT
             super().handle_exit(sig, frame)  # type: ignore[arg-type]
+            # uvicorn re-raises a captured SIGTERM/SIGINT after its graceful shutdown, so the
+            # process would die by the signal (exit 143); a node that drained cleanly exits 0.
             self._captured_signals = [s for s in self._captured_signals
                                       if s not in (signal.SIGTERM, signal.SIGINT)]
+            if again:
+                # A second Ctrl-C: the drain stops waiting (the calls left are abandoned and
+                # re-enqueued). A signal handler runs between the loop's steps: wake it.
+                cut_short = getattr(app.state, "cut_short", None)
+                if cut_short is not None and self._loop is not None:
+                    self._loop.call_soon_threadsafe(cut_short.set)
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().shutdown(sockets)
+            # uvicorn skips the application's shutdown after a second Ctrl-C; the node's (abandon
+            # what is in flight, forget its heartbeat, stop the embedded PostgreSQL) must run.
+            if self.force_exit and not getattr(app.state, "stopping", False):
+                await self.lifespan.shutdown()
+
+        _loop: asyncio.AbstractEventLoop | None = None
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            self._loop = asyncio.get_running_loop()
             try:
                 await super().startup(sockets)
                 # listen() fails when another process took the port since it was bound; uvloop
@@ -100,21 +126,34 @@ def _serve(args: argparse.Namespace) -> None:
                 sys.exit(EXIT_STATUS)
             # What start-up built (FastAPI, pydantic, SQLAlchemy, the services) lives as long as
             # the process: move it out of the cyclic collector's reach, so its full collections
-            # walk only what requests create (batch enqueue +21 % on 2 cores, bench/README.md).
+            # walk only what requests create (bench/README.md, "Figures the code rests on").
             gc.collect()
             gc.freeze()
             announce(app)  # "serving on": the port takes connections from now on
+            if dev:
+                from app.dev import first_job_lines
+
+                print("\n".join(first_job_lines(settings)), flush=True)
 
     settings = _settings(host=args.host, port=args.port)
+    if dev and settings.database_url:
+        print("jobwire dev: JOBWIRE_DATABASE_URL is ignored: dev runs on its embedded PostgreSQL in "
+              f"{settings.data_dir / 'pg'} (`jobwire serve` uses the URL)", file=sys.stderr, flush=True)
+        settings = settings.model_copy(update={"database_url": None})
     logging_setup.configure(settings.log_format, args.log_level)
-    _check_environment(settings)
+    _check_environment()
     # Bound first, so that a port in use is said at once, before PostgreSQL starts or migrations
     # run; uvicorn listens on it once the node has started.
     try:
         sock = bind(settings.host, settings.port)
     except StartupFailure as failure:
         _cannot("start", failure)
-    app = create_app(settings)
+    if dev:
+        from app.dev import create_dev_app
+
+        app = create_dev_app(settings, environ=os.environ)
+    else:
+        app = create_app(settings, environ=os.environ)
     logging.getLogger("uvicorn.error").addFilter(_AfterStartupFailure(app))
     config = uvicorn.Config(
         app,
@@ -189,11 +228,23 @@ def _run(command: Callable[[argparse.Namespace], None]) -> Callable[[argparse.Na
 def serve_command(subparsers: argparse._SubParsersAction) -> None:
     """Adds `jobwire serve [--host H] [--port P] [--log-level info]`."""
     serve = subparsers.add_parser("serve", help="run the API and the dispatcher")
-    serve.add_argument("--host", help="listen address (JOBWIRE_HOST)")
-    serve.add_argument("--port", type=int, help="listen port (JOBWIRE_PORT)")
-    serve.add_argument("--log-level", default="info", choices=tuple(logging_setup.LEVELS),
-                       help="of Jobwire's and uvicorn's lines (JOBWIRE_LOG_FORMAT: their format)")
+    _node_options(serve)
     serve.set_defaults(run=_run(_serve))
+
+
+def _node_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", help="listen address (JOBWIRE_HOST)")
+    parser.add_argument("--port", type=int, help="listen port (JOBWIRE_PORT)")
+    parser.add_argument("--log-level", default="info", choices=tuple(logging_setup.LEVELS),
+                        help="of Jobwire's and uvicorn's lines (JOBWIRE_LOG_FORMAT: their format)")
+
+
+def dev_command(subparsers: argparse._SubParsersAction) -> None:
+    """Adds `jobwire dev`, which takes serve's options."""
+    dev = subparsers.add_parser("dev", help="serve on the embedded PostgreSQL with a sample handler, `echo`, and "
+                                            "print a first job's command")
+    _node_options(dev)
+    dev.set_defaults(run=_run(_dev))
 
 
 def migrate_command(subparsers: argparse._SubParsersAction) -> None:

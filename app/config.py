@@ -55,8 +55,9 @@ class Settings(BaseSettings):
         "http11", description="HTTP client of handler calls: the built-in HTTP/1.1 client, or aiohttp")
     handler_networks: str = Field(
         "any", description="where handlers may be called, comma-separated: any, private, public, loopback and "
-        "CIDRs (app/domain/networks.py); link-local, unspecified, multicast and broadcast addresses only when a CIDR "
-        "names them. Checked on the address connected to, at every new connection")
+        "CIDRs (app/domain/address_policy.py); link-local, unspecified, multicast, broadcast, cloud metadata, Teredo "
+        "and local-use NAT64 addresses only when a CIDR names them; an IPv6 spelling of an IPv4 address is judged as "
+        "that address. Checked on the address connected to, at every new connection")
     poll_interval: float = Field(1.0, gt=0, description="seconds between fallback claim polls")
     execution_timeout: float = Field(120.0, gt=0, le=7 * 86400, description="default attempt deadline, seconds")
     retry_base_delay: float = Field(1.0, ge=0, description="first retry delay, seconds")
@@ -77,8 +78,10 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = Field(
         "text", description="log lines: text (the message, then key=value fields) or json (one object per line)")
     secret_key: SecretStr | None = Field(
-        None, description="Fernet key (32 bytes, URL-safe base64) that encrypts handlers' signing secrets at rest; "
-        "unset → new secrets are stored in plain text. Secrets stored plain stay readable after it is set")
+        None, description="Fernet key (32 bytes, URL-safe base64) that encrypts every secret at rest: handlers' "
+        "signing secrets and the callback-token server key; a start-up with it encrypts what is still plain. "
+        "Comma-separated keys, newest first, rotate it: the first encrypts, any reads, and a start-up re-encrypts "
+        "what an older one encrypted. Unset → secrets are stored in plain text")
 
     @field_validator("api_keys", "queues", mode="before")
     @classmethod
@@ -122,9 +125,10 @@ class Settings(BaseSettings):
         if value is None or value == "":
             return None
         text = value.get_secret_value() if isinstance(value, SecretStr) else value
-        if not isinstance(text, str) or not _is_fernet_key(text.strip()):
-            raise ValueError(f"not a Fernet key: {_FERNET_KEY_FORM}")
-        return text.strip()
+        keys = [part.strip() for part in text.split(",")] if isinstance(text, str) else []
+        if not keys or not all(_is_fernet_key(key) for key in keys):
+            raise ValueError(f"not a Fernet key (nor comma-separated Fernet keys, newest first): {_FERNET_KEY_FORM}")
+        return ",".join(keys)
 
     @field_validator("log_format", mode="before")
     @classmethod
@@ -184,13 +188,15 @@ def unknown_variables(environ: Mapping[str, str]) -> list[tuple[str, str | None]
     return found
 
 
-def client_key_refusal(environ: Mapping[str, str], settings: Settings) -> str | None:
+def client_key_refusal(environ: Mapping[str, str], settings: Settings, *, database_keys: bool) -> str | None:
     """Why a server must not start (said of JOBWIRE_API_KEY), if JOBWIRE_API_KEY (the key a client
-    sends) is set while JOBWIRE_API_KEYS is not: whoever set it meant the server to take keys, and
-    it would be open."""
+    sends) is set while the server takes no key at all — no JOBWIRE_API_KEYS and, `database_keys`
+    false, no key stored in its database: whoever set it meant the server to take keys, and it
+    would be open. A server closed by either kind of key starts: the variable is a client's."""
     given = any(name.upper() == "JOBWIRE_API_KEY" and value for name, value in environ.items())
-    if given and not settings.api_keys:
+    if given and not settings.api_keys and not database_keys:
         return ("set, but it is the client's variable (the key a client sends) and protects nothing here: this "
-                "server would serve every management route without a key. Set JOBWIRE_API_KEYS (comma-separated) "
-                "to require keys, or unset JOBWIRE_API_KEY to serve without them")
+                "server has no API key (JOBWIRE_API_KEYS is unset and its database holds none), so it would serve "
+                "every management route without one. Set JOBWIRE_API_KEYS (comma-separated) to require keys, or "
+                "unset JOBWIRE_API_KEY to serve without them")
     return None

@@ -7,14 +7,14 @@ import asyncio
 import logging
 import secrets
 import string
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 
 from fastapi import FastAPI
 
 from app.api.app import create_api
 from app.api.services import Services
-from app.config import Settings
+from app.config import Settings, client_key_refusal
 from app.coordinator.coordinator import Coordinator, CoordinatorConfig
 from app.db.database import Database
 from app.db.embedded import EmbeddedPostgres, EmbeddedStartFailed
@@ -22,10 +22,11 @@ from app.db.connection import DatabaseConfig, asyncpg_dsn, server_settings
 from app.db.migrate import upgrade
 from app.db.notify import NotifyListener
 from app.dispatcher.dispatcher import Dispatcher, DispatcherConfig
+from app.domain.errors import DatabaseUnavailable
 from app.domain.logfields import fields
 from app.domain.metrics import NodeCounters
-from app.domain.networks import SETTING as NETWORKS_SETTING
-from app.domain.networks import InvalidNetworks, NetworkPolicy, parse_networks
+from app.domain.address_policy import SETTING as NETWORKS_SETTING
+from app.domain.address_policy import InvalidNetworks, NetworkPolicy, parse_networks
 from app.pruner.pruner import Pruner, PrunerConfig
 from app.scheduler.scheduler import Scheduler, SchedulerConfig
 from app.domain.retry import RetryPolicy
@@ -34,7 +35,7 @@ from app.delivery.destinations import Resolver, system_resolver
 from app.delivery.transport import AiohttpTransport, Http11Transport
 from app.services.api_keys import ApiKeyService
 from app.services.bulk import BulkService
-from app.services.callbacks import CallbackService, load_server_key
+from app.services.callbacks import CallbackService
 from app.services.coordination import CoordinationConfig, CoordinationService
 from app.services.enqueue import EnqueueLimits, EnqueueService
 from app.services.metrics import MetricsService
@@ -45,8 +46,9 @@ from app.services.outcomes import ClaimConfig, OutcomeService
 from app.services.queues import QueueService
 from app.services.retention import PruneConfig, PruneService, PurgeService
 from app.services.schedules import ScheduleLimits, ScheduleService
+from app.services.secrets_at_rest import seal_secrets_at_rest
 from app.services.scheduling import SchedulingConfig, SchedulingService
-from app.startup import StartupFailure, database_failure
+from app.startup import StartupFailure, database_failure, secret_key_failure
 
 log = logging.getLogger("jobwire")
 _ALPHABET = string.ascii_lowercase + string.digits
@@ -66,10 +68,12 @@ async def resolve_database_url(settings: Settings) -> tuple[str, EmbeddedPostgre
         raise StartupFailure("JOBWIRE_DATA_DIR", str(exc)) from exc
 
 
-async def open_database(settings: Settings, url: str, node_id: str, embedded: bool) -> tuple[Database, str]:
-    """Migrations (JOBWIRE_MIGRATE_ON_START), the pool and the server key: the node's first
-    database work, where a wrong URL, a missing database or a refused login shows
-    (StartupFailure naming the setting)."""
+async def open_database(settings: Settings, url: str, node_id: str, embedded: bool,
+                        cipher: SecretCipher) -> tuple[Database, str]:
+    """Migrations (JOBWIRE_MIGRATE_ON_START), the pool, the secrets at rest sealed under `cipher`
+    and the server key: the node's first database work, where a wrong URL, a missing database, a
+    refused login or a JOBWIRE_SECRET_KEY that cannot read the stored secrets shows (StartupFailure
+    naming the setting)."""
     setting = "JOBWIRE_DATA_DIR" if embedded else "JOBWIRE_DATABASE_URL"
     db: Database | None = None
     try:
@@ -83,11 +87,11 @@ async def open_database(settings: Settings, url: str, node_id: str, embedded: bo
                          before or "no revision (empty)", after,
                          extra=fields(node=node_id, from_revision=before, to_revision=after))
         db = await Database.open(DatabaseConfig(url=url, schema=settings.db_schema, pool_size=settings.db_pool_size))
-        return db, await load_server_key(db)
+        return db, (await seal_secrets_at_rest(db, cipher)).server_key
     except Exception as exc:
         if db is not None:
             await db.close()
-        failure = database_failure(exc, url, setting)
+        failure = secret_key_failure(exc) or database_failure(exc, url, setting)
         if failure is None:
             raise
         raise failure from exc
@@ -119,11 +123,40 @@ def handler_networks(settings: Settings) -> NetworkPolicy:
         raise StartupFailure(NETWORKS_SETTING, str(exc)) from exc
 
 
+async def refuse_client_key(environ: Mapping[str, str], settings: Settings, keys: ApiKeyService) -> None:
+    """A StartupFailure naming JOBWIRE_API_KEY when the operator's environment holds the client's
+    key while this server would take none (app.config.client_key_refusal)."""
+    if client_key_refusal(environ, settings, database_keys=False) is None:
+        return  # not set, or bootstrap keys close the server: no need to ask the database
+    refusal = client_key_refusal(environ, settings, database_keys=not await keys.is_open())
+    if refusal is not None:
+        raise StartupFailure("JOBWIRE_API_KEY", refusal)
+
+
+async def warn_of_default_public_url(settings: Settings, coordination: CoordinationService, node_id: str) -> None:
+    """With other nodes alive, a callback URL naming this node (JOBWIRE_PUBLIC_URL unset) fails
+    whenever this node is down, and handlers' callbacks then wait for it: say so once, at start."""
+    if settings.public_url:
+        return
+    try:
+        others = [n.server_id for n in await coordination.live_nodes() if n.server_id != node_id]
+    except DatabaseUnavailable:
+        return
+    if others:
+        log.warning("JOBWIRE_PUBLIC_URL is not set: handlers call back %s, this node alone, while %d other "
+                    "nodes are alive; set it to an address every node answers (a load balancer in front of them)",
+                    settings.effective_public_url, len(others),
+                    extra=fields(node=node_id, public_url=settings.effective_public_url, other_nodes=len(others)))
+
+
 def create_app(settings: Settings | None = None, *, background: bool = True,
-               resolver: Resolver = system_resolver) -> FastAPI:
+               resolver: Resolver = system_resolver, environ: Mapping[str, str] | None = None) -> FastAPI:
     """The Jobwire application. background=False serves the API alone (no dispatcher, no
     coordinator loops): for tests that share one server while emptying its tables. `resolver`:
-    how the dispatch clients resolve handler hosts (tests inject names of their own)."""
+    how the dispatch clients resolve handler hosts (tests inject names of their own). `environ`:
+    the operator's environment, checked for a client's variable that protects nothing
+    (`jobwire serve` passes os.environ)."""
+    environ = environ or {}
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -136,7 +169,15 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
                 "database": "embedded" if embedded else "external"}
         try:
             with recorded_failure(app):
-                db, server_key = await open_database(settings, url, node_id, embedded is not None)
+                # One cipher for the API and the dispatcher: the secrets it decrypts are cached once.
+                cipher = SecretCipher(settings.secret_key.get_secret_value() if settings.secret_key else None)
+                db, server_key = await open_database(settings, url, node_id, embedded is not None, cipher)
+                api_keys = ApiKeyService(db, bootstrap=bool(settings.api_keys))
+                try:
+                    await refuse_client_key(environ, settings, api_keys)
+                except BaseException:
+                    await db.close()
+                    raise
             outcomes = OutcomeService(
                 db,
                 RetryPolicy(settings.retry_base_delay, settings.retry_max_delay),
@@ -144,8 +185,6 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
                             default_timeout=settings.execution_timeout),
             )
             counters = NodeCounters()
-            # One cipher for the API and the dispatcher: the secrets it decrypts are cached once.
-            cipher = SecretCipher(settings.secret_key.get_secret_value() if settings.secret_key else None)
             callbacks = CallbackService(db, server_key, outcomes, settings.execution_timeout, counters=counters)
             coordination = CoordinationService(
                 db, CoordinationConfig(node_id=node_id, heartbeat_timeout=settings.heartbeat_timeout))
@@ -164,7 +203,7 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
             )
             app.state.node_id = node_id
             # Database keys and whether the API is open (app/api/auth.py); bootstrap keys: create_api.
-            app.state.api_key_service = ApiKeyService(db, bootstrap=bool(settings.api_keys))
+            app.state.api_key_service = api_keys
             transport_class = Http11Transport if settings.dispatch_client == "http11" else AiohttpTransport
             transport = transport_class(settings.concurrency, settings.max_payload_bytes, networks=networks,
                                         resolver=resolver)
@@ -201,23 +240,26 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
             app.state.pruner = pruner
             if background:
                 await coordinator.start()  # the first heartbeat precedes the first claim
+                await warn_of_default_public_url(settings, coordination, node_id)
                 dispatcher.start()
                 listener.start()
                 scheduler.start()
                 pruner.start()
             app.state.node_fields = node
+            # Set by `jobwire serve` on a second interrupt: the drain below stops waiting.
+            app.state.cut_short = asyncio.Event()
             try:
                 yield
             finally:
-                log.info("node %s stopping: draining in-flight calls for up to %s s", node_id,
-                         settings.shutdown_grace, extra=fields(**node))
+                app.state.stopping = True
+                log.info("node %s stopping", node_id, extra=fields(**node))
                 # Stop claiming, let calls finish within the grace, abandon (and re-enqueue) the
                 # rest, then delete the heartbeat row.
                 await listener.stop()
                 if background:
                     await scheduler.stop()
                     await pruner.stop()
-                    await dispatcher.stop(settings.shutdown_grace)
+                    await dispatcher.stop(settings.shutdown_grace, app.state.cut_short)
                     await coordinator.stop()
                 await transport.close()
                 await db.close()

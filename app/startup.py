@@ -10,6 +10,8 @@ import errno
 import socket
 from urllib.parse import parse_qs, urlsplit
 
+from app.domain.handler_secrets import UnreadableSecret
+
 EXIT_STATUS = 2
 # The server's refusals an operator fixes (SQLSTATE classes, or codes): connection exceptions,
 # invalid authorization, no such database or schema, insufficient resources (too many
@@ -83,6 +85,15 @@ def database_failure(exc: BaseException, url: str, setting: str = "JOBWIRE_DATAB
         if isinstance(cause, ValueError) and "database URL" in str(cause):
             return StartupFailure(setting, _first_line(cause))
     return None
+
+
+def secret_key_failure(exc: BaseException) -> StartupFailure | None:
+    """A secret at rest this node cannot read (app/services/secrets_at_rest.py): JOBWIRE_SECRET_KEY
+    is unset, or holds none of the keys the database's secrets were encrypted with."""
+    if not isinstance(exc, UnreadableSecret):
+        return None
+    return StartupFailure("JOBWIRE_SECRET_KEY", f"{exc}: set it to the key the other nodes use (when rotating, "
+                                                "the new key first, then the old one, comma-separated)")
 
 
 def listen_failure(exc: OSError, host: str, port: int) -> StartupFailure:

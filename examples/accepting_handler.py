@@ -29,7 +29,9 @@ async def accept(request: web.Request) -> web.Response:
     body = await request.read()
     secret = os.environ.get("JOBWIRE_HANDLER_SECRET")
     if secret and not verify(secret, dict(request.headers), body):
-        return web.json_response({"error": "bad signature"}, status=401)
+        # Jobwire records error.type as the attempt's error_type and error.message as its error.
+        return web.json_response({"error": {"type": "bad_signature", "message": "no signature matches the secret"}},
+                                 status=401)
     print(body.decode(), flush=True)  # the job, with its callback URL and token
     return web.Response(status=202)  # "I have it; I will report through the callback"
 

@@ -27,7 +27,9 @@ async def echo(request: web.Request) -> web.Response:
     body = await request.read()
     secret = os.environ.get("JOBWIRE_HANDLER_SECRET")
     if secret and not verify(secret, dict(request.headers), body):
-        return web.json_response({"error": "bad signature"}, status=401)
+        # Jobwire records error.type as the attempt's error_type and error.message as its error.
+        return web.json_response({"error": {"type": "bad_signature", "message": "no signature matches the secret"}},
+                                 status=401)
     job = await request.json()
     return web.json_response({"result": job["payload"]})
 

@@ -4,7 +4,8 @@
     python examples/enqueue_and_wait.py --url http://127.0.0.1:8000 --handler echo --payload '{"hello": "world"}'
 
 Prints the execution id and its final state, then its result as JSON (the last line); exits 1
-when the job did not succeed or Jobwire refused it (the reason on stderr).
+when the job did not succeed or Jobwire refused it (the reason on stderr). Typed: tests/sdk/
+test_typing.py runs `mypy --strict` on it.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ def main() -> int:
 
     with JobwireClient(args.url, api_key=args.api_key) as client:
         try:
-            execution = client.enqueue(args.handler, args.payload)
+            execution = client.jobs.enqueue(args.handler, args.payload)
             print(f"enqueued {execution.id}")
-            done = client.wait(execution.id, timeout=args.timeout)
+            done = client.executions.wait(execution.id, timeout=args.timeout)
         except ProblemError as refused:
             print(f"refused: {refused}", file=sys.stderr)
             return 1

@@ -7,10 +7,13 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import shutil
 import socket
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -51,19 +54,26 @@ def with_database(url: str, name: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A PostgreSQL server: JOBWIRE_TEST_DATABASE_URL, or an embedded one for this session."""
+def server_url() -> Iterator[str]:
+    """A PostgreSQL server: JOBWIRE_TEST_DATABASE_URL, or an embedded one for this session.
+
+    The embedded one lives in a directory of its own under the system's temporary directory, not
+    under pytest's: as root it runs as another user, and every pytest session that starts resets
+    /tmp/pytest-of-<user> to mode 0700, which would cut a concurrent session's server off from its
+    data."""
     external = os.environ.get("JOBWIRE_TEST_DATABASE_URL")
     if external:
         yield external
         return
     from app.db.embedded import EmbeddedPostgres
 
-    embedded = EmbeddedPostgres(tmp_path_factory.mktemp("embedded"))
+    base = Path(tempfile.mkdtemp(prefix="jobwire-test-pg-"))
+    embedded = EmbeddedPostgres(base)
     try:
         yield embedded.start()
     finally:
         embedded.stop()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 async def admin(server: str, sql: str) -> None:
@@ -230,6 +240,34 @@ async def jobwire(db: Database, database_url: str) -> AsyncIterator[Callable[...
     yield start
     for server in running:
         await server.stop()
+
+
+@dataclass
+class OwnDatabase:
+    """A migrated database of one test's own, with the Jobwire servers started on it."""
+
+    url: str
+    db: Database
+    servers: list[RunningServer] = field(default_factory=list)
+
+    async def start(self, **overrides: Any) -> RunningServer:
+        server = await start_server(settings_for(self.url, **overrides))
+        self.servers.append(server)
+        return server
+
+
+@pytest.fixture
+async def own_database(fresh_database: Callable[[], Awaitable[str]]) -> AsyncIterator[OwnDatabase]:
+    """For tests whose servers run with JOBWIRE_SECRET_KEY: a node seals the session database's
+    secrets under its key at start-up, and every later server without that key would refuse it."""
+    url = await fresh_database()
+    await asyncio.to_thread(upgrade_sync, url, None)
+    own = OwnDatabase(url, await Database.open(DatabaseConfig(url=url)))
+    yield own
+    for server in own.servers:
+        if not server.task.done():
+            await server.stop()
+    await own.db.close()
 
 
 @pytest.fixture

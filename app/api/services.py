@@ -36,5 +36,5 @@ class Services:
 
 def services_of(request: Request) -> Services:
     """The services, read by each route from its request rather than through a FastAPI dependency:
-    a dependency costs every request its solving (some 80 function calls, ~8 % of a route's)."""
+    a dependency costs every request its solving (bench/README.md, "Figures the code rests on")."""
     return request.app.state.services

@@ -43,14 +43,15 @@ class ApiKeyRepository:
     async def any_exist(self, conn: Connection) -> bool:
         return bool(await fetchval(conn, Q["api_keys_exist"]))
 
-    async def exists(self, conn: Connection, key_id: UUID) -> bool:
-        return bool(await fetchval(conn, Q["api_key_exists"], id=key_id))
-
     async def lock_for_delete(self, conn: Connection) -> None:
         """Until commit, no other delete of a key runs (see api_keys_lock)."""
         await fetchval(conn, Q["api_keys_lock"])
 
     async def delete(self, conn: Connection, key_id: UUID, *, keep_last: bool) -> bool:
-        """Deletes the key unless `keep_last` and it is the last one; whether it did. Call after
-        lock_for_delete, in the same transaction."""
+        """Deletes the key unless `keep_last` and it is the last key or the last admin key; whether
+        it did. Call after lock_for_delete, in the same transaction."""
         return await fetchval(conn, Q["api_key_delete"], id=key_id, keep_last=keep_last) is not None
+
+    async def kept_because(self, conn: Connection, key_id: UUID) -> str | None:
+        """Why delete kept the key: "last" or "last_admin"; None when there is no such key."""
+        return await fetchval(conn, Q["api_key_kept_because"], id=key_id)

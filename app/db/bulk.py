@@ -13,16 +13,17 @@ from app.db.statements import fetch
 from app.domain.executions import ListFilter
 from app.domain.states import JobState
 
-_SELECT = parse((resources.files("app.db") / "sql" / "bulk.sql").read_text(encoding="utf-8"))[
-    "executions_select_for_bulk"]
+_Q = parse((resources.files("app.db") / "sql" / "bulk.sql").read_text(encoding="utf-8"))
 _FILTERS = ("state", "queue", "handler", "job_id")
 
 
 class BulkRepository:
     async def select(self, conn: Connection, states: Sequence[JobState], filters: ListFilter,
-                     ids: Sequence[UUID] | None, n: int) -> list[tuple[UUID, str]]:
+                     ids: Sequence[UUID] | None, n: int, *,
+                     registered_handlers: bool = False) -> list[tuple[UUID, str]]:
         """(id, handler) of up to n executions in `states` matching every filter given (and, when
-        `ids` is not None, among them), oldest first."""
+        `ids` is not None, among them), oldest first; `registered_handlers`: only those whose handler
+        is registered (the rows a retry can change)."""
         where, params = [], {"states": [s.value for s in states], "n": n}
         for column in _FILTERS:
             value = getattr(filters, column)
@@ -32,5 +33,6 @@ class BulkRepository:
         if ids is not None:
             where.append("AND id = ANY(CAST(:ids AS uuid[]))")
             params["ids"] = list(ids)
-        sql = _SELECT.replace("/* filters */", " ".join(where))
+        statement = "executions_select_for_bulk_retry" if registered_handlers else "executions_select_for_bulk"
+        sql = _Q[statement].replace("/* filters */", " ".join(where))
         return [(r["id"], r["handler"]) for r in await fetch(conn, sql, **params)]

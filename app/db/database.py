@@ -17,7 +17,7 @@ Connection = asyncpg.Connection
 
 def notify_channel(schema: str | None) -> str:
     """The LISTEN/NOTIFY channel of a schema's nodes (channels are per database, so it names the
-    schema; revision 20261201_0009 stores it in job_meta for jobwire_enqueue)."""
+    schema; job_meta holds it for jobwire_enqueue)."""
     return f"jobwire_{schema or 'default'}_enqueued"
 
 

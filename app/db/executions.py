@@ -67,17 +67,6 @@ class ExecutionRepository:
         rows = await fetch(conn, Q["executions_insert"], jobs=_json([_job_document(j) for j in jobs]))
         return [(execution_from(r), bool(r["created"])) for r in rows]
 
-    async def insert_many(self, conn: Connection, jobs: Sequence[NewJob]) -> list[Execution | None]:
-        """As enqueue; per input position the new execution, or None where an idempotency key
-        returned one stored before."""
-        return [execution if created else None for execution, created in await self.enqueue(conn, jobs)]
-
-    async def by_idempotency_keys(
-        self, conn: Connection, keys: Sequence[str]
-    ) -> dict[str, tuple[Execution, str | None]]:
-        rows = await fetch(conn, Q["executions_get_by_idempotency_keys"], keys=list(keys))
-        return {r["idempotency_key"]: (execution_from(r), r["request_hash"]) for r in rows}
-
     async def get(self, conn: Connection, execution_id: UUID) -> Execution | None:
         row = await fetchrow(conn, Q["execution_get"], id=execution_id)
         return execution_from(row) if row else None
@@ -122,22 +111,15 @@ class ExecutionRepository:
                            queues=list(queues) if queues else None)
         return [claimed_from(r) for r in rows]
 
-    async def succeed_many(
-        self, conn: Connection, items: Sequence[tuple[UUID, int, Any]], channel: str,
-        http_statuses: Sequence[int | None] | None = None,
-    ) -> list[Execution]:
-        """Record successes (id, attempt, result); rows that may no longer succeed are skipped.
-        One statement, which also NOTIFYs `channel` when a success frees a stateful queue or a
-        max_concurrency slot. `http_statuses`, parallel to `items`: the handler's status where the
-        success was its synchronous reply (None: a completion callback), kept in the event row."""
-        rows = await fetch(conn, Q["executions_succeed"], **_succeed_params(items, channel, http_statuses))
-        return [execution_from(r) for r in rows]
-
     async def succeed_attempts(
         self, conn: Connection, items: Sequence[tuple[UUID, int, Any]], channel: str,
         http_statuses: Sequence[int | None] | None = None,
     ) -> list[AttemptEnd]:
-        """As succeed_many (the same statement), each success with the attempt it ended."""
+        """Record successes (id, attempt, result), each with the attempt it ended; rows that may no
+        longer succeed are skipped. One statement, which also NOTIFYs `channel` when a success frees
+        a stateful queue or a max_concurrency slot. `http_statuses`, parallel to `items`: the
+        handler's status where the success was its synchronous reply (None: a completion
+        callback), kept in the event row."""
         rows = await fetch(conn, Q["executions_succeed"], **_succeed_params(items, channel, http_statuses))
         return [attempt_end_from(r) for r in rows]
 
@@ -145,7 +127,7 @@ class ExecutionRepository:
         self, conn: Connection, items: Sequence[tuple[UUID, int, Any]], channel: str,
         http_statuses: Sequence[int | None] | None = None,
     ) -> int:
-        """As succeed_many, returning only how many applied (no rows to decode)."""
+        """As succeed_attempts, returning only how many applied (no rows to decode)."""
         row = await fetchrow(conn, Q["executions_succeed_quietly"],
                              **_succeed_params(items, channel, http_statuses))
         return int(row["succeeded"])  # type: ignore[index]
@@ -201,14 +183,6 @@ class ExecutionRepository:
                            nodes=list(nodes), keep=list(keep), n=n)
         return [attempt_end_from(r) for r in rows]
 
-    async def abandon_held_by(
-        self, conn: Connection, nodes: Sequence[str], n: int, *, error: str, error_type: str,
-        keep: Sequence[UUID] = (),
-    ) -> list[Execution]:
-        """As abandon_attempts_held_by, the executions alone."""
-        ended = await self.abandon_attempts_held_by(conn, nodes, n, error=error, error_type=error_type, keep=keep)
-        return [a.execution for a in ended]
-
     async def release_undispatched(self, conn: Connection, node: str, n: int,
                                    keep: Sequence[UUID]) -> list[Execution]:
         """Up to n PROCESSING executions `node` holds, but not `keep`, back to ENQUEUED with the same
@@ -222,12 +196,6 @@ class ExecutionRepository:
         """Abandon up to n PROCESSING executions whose deadline has passed, retried at once."""
         rows = await fetch(conn, Q["executions_abandon_past_deadline"], **self._abandon_params(error, error_type), n=n)
         return [attempt_end_from(r) for r in rows]
-
-    async def abandon_past_deadline(self, conn: Connection, n: int, *, error: str,
-                                    error_type: str) -> list[Execution]:
-        """As abandon_attempts_past_deadline, the executions alone."""
-        return [a.execution for a in await self.abandon_attempts_past_deadline(conn, n, error=error,
-                                                                                error_type=error_type)]
 
     @staticmethod
     def _abandon_params(error: str, error_type: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from app.db.queries import load
 from app.db.rows import handler_from, handler_secret_from
 from app.db.statements import execute, fetch, fetchrow, fetchval
 from app.domain.handlers import Handler
-from app.domain.handler_secrets import HandlerSecret
+from app.domain.handler_secrets import HandlerSecret, StoredSecret
 
 Q = load("handlers.sql")
 
@@ -81,6 +81,23 @@ class HandlerRepository:
         assert row is not None
         return bool(row["found"]), bool(row["deleted"])
 
+    async def stored_secrets(self, conn: Connection) -> list[StoredSecret]:
+        """Every signing secret as stored (whsec_… or jwenc1:…), expired ones included."""
+        rows = await fetch(conn, Q["handler_secrets_stored"])
+        return [StoredSecret(r["id"], r["handler"], r["secret"]) for r in rows]
+
+    async def reseal_secrets(self, conn: Connection, changes: Sequence[tuple[StoredSecret, str]]) -> int:
+        """Store each secret in its new form where it is still as read; how many this call changed."""
+        if not changes:
+            return 0
+        rows = await fetch(conn, Q["handler_secrets_reseal"], ids=[old.id for old, _ in changes],
+                           stored=[old.stored for old, _ in changes], sealed=[new for _, new in changes])
+        return len(rows)
+
+    async def clear_legacy_secrets(self, conn: Connection) -> int:
+        """Empty the deprecated job_handlers.secret column; how many rows held a copy."""
+        return await execute(conn, Q["handlers_clear_legacy_secret"])
+
     async def lock_for_enqueue(self, conn: Connection, names: Sequence[str]) -> dict[str, bool]:
         """Share-lock the named handlers until commit; returns name → stateful for those that exist."""
         rows = await fetch(conn, Q["handlers_lock_for_enqueue"], names=list(names))
@@ -103,6 +120,13 @@ class MetaRepository:
         """The stored value of key, storing candidate first if none exists (first writer wins)."""
         await execute(conn, Q["meta_insert_if_missing"], key=key, value=candidate)
         return await fetchval(conn, Q["meta_get"], key=key)
+
+    async def get(self, conn: Connection, key: str) -> str | None:
+        return await fetchval(conn, Q["meta_get"], key=key)
+
+    async def replace(self, conn: Connection, key: str, stored: str, value: str) -> bool:
+        """Store value in place of stored, if the key still holds stored; whether it did."""
+        return await fetchrow(conn, Q["meta_replace"], key=key, stored=stored, value=value) is not None
 
     async def migration_heads(self, conn: Connection) -> set[str]:
         """The revisions the database's alembic_version table holds (in the session's schema)."""

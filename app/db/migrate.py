@@ -1,4 +1,9 @@
-"""Run alembic migrations from wherever the scripts were installed."""
+"""Run alembic migrations from wherever the scripts were installed.
+
+An upgrade to head of a fresh database (no revision recorded, none of the tables) installs
+today's schema in one step from the files that own it (app/db/baseline.py) and stamps it at head;
+any other database, or an upgrade to an older revision, goes through the chain of revisions.
+Either way in one transaction under env.py's advisory lock."""
 
 from __future__ import annotations
 
@@ -26,12 +31,13 @@ def script_location() -> Path:
     raise RuntimeError("jobwire's migration scripts are missing from this installation")
 
 
-def alembic_config(url: str, schema: str | None) -> Config:
+def alembic_config(url: str, schema: str | None, *, baseline: bool = False) -> Config:
     config = Config()
     config.set_main_option("script_location", str(script_location()))
     config.attributes["url"] = sqlalchemy_url(url).render_as_string(hide_password=False)
     config.attributes["schema"] = schema
     config.attributes["connect_args"] = connect_args(schema)
+    config.attributes["baseline"] = baseline
     return config
 
 
@@ -47,7 +53,7 @@ _IN_PROCESS = threading.Lock()
 
 def upgrade_sync(url: str, schema: str | None, revision: str = "head") -> None:
     with _IN_PROCESS:
-        command.upgrade(alembic_config(url, schema), revision)
+        command.upgrade(alembic_config(url, schema, baseline=revision == "head"), revision)
 
 
 def downgrade_sync(url: str, schema: str | None, revision: str) -> None:

@@ -14,6 +14,9 @@ class QueueRepository:
     async def set_paused(self, conn: Connection, name: str, paused: bool) -> None:
         await execute(conn, Q["queue_set_paused"], name=name, paused=paused)
 
+    async def of_schedules(self, conn: Connection) -> list[str]:
+        return [r["queue"] for r in await fetch(conn, Q["queues_of_schedules"])]
+
     async def depth(self, conn: Connection, name: str | None = None) -> list[QueueDepth]:
         """Every queue's live depth (or the one named, listed even when it has nothing)."""
         rows = await fetch(conn, Q["queues_depth"], name=name)

@@ -22,12 +22,12 @@ from app.domain.states import JobState
 _JOB_TYPES = {t.value: t for t in JobType}
 _STATES = {s.value: s for s in JobState}
 _EVENT_TYPES = {t.value: t for t in EventType}
-_NO_PROGRESS = Progress()
 
 
-def to_progress(value: Any) -> Progress:
+def to_progress(value: Any) -> Progress | None:
+    """None while the handler has reported no progress (the column is NULL until then)."""
     if not isinstance(value, dict):
-        return _NO_PROGRESS
+        return None
     return Progress(
         total=int(value.get("total") or 0),
         succeeded=int(value.get("succeeded") or 0),
@@ -126,8 +126,8 @@ def claimed_from(m: Mapping[str, Any]) -> ClaimedJob:
 
 
 def handler_from(m: Mapping[str, Any], secrets: tuple[HandlerSecret, ...] = ()) -> Handler:
-    """A handler from its row (job_handlers.secret, kept for nodes of the version before revision
-    20261201_0011, is never read) with its secrets as listed."""
+    """A handler from its row (job_handlers.secret, deprecated, is never read) with its secrets as
+    listed."""
     return Handler(
         name=m["name"],
         url=m["url"],

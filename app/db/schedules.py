@@ -20,15 +20,22 @@ def _json(value: Any) -> str | None:
     return None if value is None else dumps(value).decode()
 
 
+def _queue_list(queues: frozenset[str] | None) -> list[str] | None:
+    return None if queues is None else sorted(queues)
+
+
 class ScheduleRepository:
-    async def upsert(self, conn: Connection, job_id: str, spec: ScheduleSpec) -> tuple[Schedule, bool] | None:
-        """Insert or replace; (schedule, created). None: the stored definition is identical (unchanged)."""
+    async def upsert(self, conn: Connection, job_id: str, spec: ScheduleSpec,
+                     queues: frozenset[str] | None = None) -> tuple[Schedule, bool] | None:
+        """Insert or replace; (schedule, created). None: the stored definition is identical (unchanged),
+        or it is in a queue not among `queues` (None: any), and left as it is."""
         row = await fetchrow(
             conn, Q["schedule_upsert"], job_id=job_id, cron=spec.cron, timezone=spec.timezone, handler=spec.handler,
             queue=spec.queue, payload=_json(spec.payload), parameters=_json(spec.parameters),
             metadata=_json(spec.metadata), priority=spec.priority, enabled=spec.enabled,
             execution_mode=spec.execution_mode.value, overlap_policy=spec.overlap_policy.value,
-            misfire_policy=spec.misfire_policy.value, max_attempts=spec.max_attempts, tracked=spec.tracked)
+            misfire_policy=spec.misfire_policy.value, max_attempts=spec.max_attempts, tracked=spec.tracked,
+            queues=_queue_list(queues))
         return None if row is None else (schedule_from(row), bool(row["created"]))
 
     async def forget_fires(self, conn: Connection, job_id: str) -> None:
@@ -43,11 +50,13 @@ class ScheduleRepository:
         row = await fetchrow(conn, Q["schedule_get"], job_id=job_id)
         return schedule_from(row) if row else None
 
-    async def list(self, conn: Connection) -> list[Schedule]:
-        return [schedule_from(r) for r in await fetch(conn, Q["schedules_list"])]
+    async def list(self, conn: Connection, queues: frozenset[str] | None = None) -> list[Schedule]:
+        """Every schedule, or those of `queues`, by job_id."""
+        return [schedule_from(r) for r in await fetch(conn, Q["schedules_list"], queues=_queue_list(queues))]
 
-    async def delete(self, conn: Connection, job_id: str) -> bool:
-        return await fetchrow(conn, Q["schedule_delete"], job_id=job_id) is not None
+    async def delete(self, conn: Connection, job_id: str, queues: frozenset[str] | None = None) -> bool:
+        """False: no such schedule, or it is in a queue not among `queues` (None: any)."""
+        return await fetchrow(conn, Q["schedule_delete"], job_id=job_id, queues=_queue_list(queues)) is not None
 
     async def due(self, conn: Connection, node: str) -> list[tuple[str, str]]:
         """(job_id, fire_node) of the slots this node should look at now."""

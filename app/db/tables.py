@@ -1,7 +1,8 @@
 """Tables as alembic's target metadata. Unqualified: the schema comes from search_path.
 
-The first migration (alembic/versions/*_initial.py) creates exactly these; a test checks
-that head and this metadata agree.
+A fresh database is created from these (app/db/baseline.py), an existing one reaches them
+through the revisions; a test checks that both end in the same catalogue, so a column a revision
+adds goes last in its table here, where ALTER TABLE … ADD COLUMN puts it.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ STATES = "'ENQUEUED', 'PROCESSING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'ABANDON
 job_executions = Table(
     "job_executions",
     metadata,
-    # Time-ordered (UUID version 7, revision 20261130_0008).
+    # Time-ordered (UUID version 7): new rows sort after older ones in the primary key's index.
     Column("id", UUID(as_uuid=True), primary_key=True, server_default=text("jobwire_uuid7()")),
     Column("job_id", Text, nullable=False),
     Column("job_type", Text, nullable=False),
@@ -53,12 +54,7 @@ job_executions = Table(
     Column("parameters", JSONB),
     Column("metadata", JSONB),
     Column("result", JSONB),
-    Column(
-        "progress",
-        JSONB,
-        nullable=False,
-        server_default=text("""'{"total": 0, "succeeded": 0, "failed": 0, "status": null}'::jsonb"""),
-    ),
+    Column("progress", JSONB),  # NULL until the handler reports progress
     Column("attempt", Integer, nullable=False, server_default=text("0")),
     Column("max_attempts", Integer, nullable=False, server_default=text("5")),
     Column("priority", Integer, nullable=False, server_default=text("0")),
@@ -74,12 +70,12 @@ job_executions = Table(
     Column("started_at", TS),
     Column("completed_at", TS),
     Column("locked_by", Text),
-    # Revision 20261201_0010: the node that made the current attempt's call (kept after a 202).
-    Column("claimed_by", Text),
     Column("last_error", Text),
     Column("error_type", Text),
     Column("created_at", TS, nullable=False, server_default=NOW),
     Column("updated_at", TS, nullable=False, server_default=NOW),
+    # Revision 20261201_0010: the node that made the current attempt's call (kept after a 202).
+    Column("claimed_by", Text),
     CheckConstraint(f"state IN ({STATES})", name="state"),
     CheckConstraint("job_type IN ('DELAYED', 'CRON', 'BATCH')", name="job_type"),
     CheckConstraint("attempt >= 0 AND max_attempts >= 1", name="attempts"),
@@ -96,7 +92,7 @@ Index("ix_job_executions_created", job_executions.c.created_at.desc(), job_execu
 Index("ix_job_executions_job_id", job_executions.c.job_id, job_executions.c.created_at.desc())
 Index("uq_job_executions_idempotency_key", job_executions.c.idempotency_key, unique=True,
       postgresql_where=text("idempotency_key IS NOT NULL"))
-# Stateful jobs and handler limits (revision 20261130_0003).
+# At most one stateful job PROCESSING per queue, enforced by the database (DESIGN §6.4).
 Index("uq_job_executions_stateful_processing", job_executions.c.queue, unique=True,
       postgresql_where=text("stateful AND state = 'PROCESSING'"))
 Index("ix_job_executions_stateful_claim", job_executions.c.queue, job_executions.c.priority.desc(),
@@ -160,7 +156,6 @@ job_schedules = Table(
     Column("queue", Text, nullable=False, server_default=text("'default'")),
     Column("payload", JSONB),
     Column("parameters", JSONB),
-    Column("metadata", JSONB),  # revision 20261130_0004
     Column("priority", Integer, nullable=False, server_default=text("0")),
     Column("enabled", Boolean, nullable=False, server_default=text("true")),
     Column("execution_mode", Text, nullable=False, server_default=text("'SINGLE_INSTANCE'")),
@@ -175,6 +170,7 @@ job_schedules = Table(
     Column("consecutive_failures", Integer, nullable=False, server_default=text("0")),
     Column("created_at", TS, nullable=False, server_default=NOW),
     Column("updated_at", TS, nullable=False, server_default=NOW),
+    Column("metadata", JSONB),
 )
 Index("ix_job_schedules_next_fire", job_schedules.c.next_fire_at, postgresql_where=text("enabled"))
 
@@ -199,9 +195,10 @@ job_handlers = Table(
     Column("timeout_seconds", Float),
     Column("max_concurrency", Integer),
     Column("stateful", Boolean, nullable=False, server_default=text("false")),
-    # Revision 20261201_0011: the signing secrets live in job_handler_secrets; this column is
-    # only read by nodes of the version before it (the newest secret), then dropped.
-    Column("secret", Text),
+    # Deprecated, always NULL: the signing secrets live in job_handler_secrets. A copy here would
+    # keep a handler's first secret after its rotation. Kept, nullable, for one release: a node of
+    # the previous version still names it when it inserts a handler.
+    Column("secret", Text, comment="Deprecated: always NULL; the signing secrets are in job_handler_secrets."),
     Column("created_at", TS, nullable=False, server_default=NOW),
     Column("updated_at", TS, nullable=False, server_default=NOW),
 )

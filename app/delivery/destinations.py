@@ -12,7 +12,8 @@ import asyncio
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 
-from app.domain.networks import NetworkPolicy, as_address
+from app.domain.address_policy import NetworkPolicy
+from app.domain.addresses import as_address
 
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 """(host name, port) → its IP addresses as text, in the order to try them. Raises OSError when

@@ -15,6 +15,7 @@ import orjson
 
 from app.domain.dispatch import ClaimedJob, Outcome, OutcomeKind
 from app.domain.executions import ErrorType
+from app.domain.failure_reply import ReportedFailure, reported_failure
 from app.domain.handler_secrets import UnreadableSecret
 from app.domain.jsonsafety import UnstorableJson, check_storable
 from app.domain.jsontext import loads
@@ -87,9 +88,10 @@ def signed_headers(secrets: str | Sequence[str], job: ClaimedJob, body: bytes,
 
 
 def classify(reply: Reply, retry_max_delay: float) -> Outcome:
-    """2xx except 202 → SUCCEEDED with {"result"}; 202 → ACCEPTED; anything else → FAILED. Each
-    outcome carries the reply's status (a 202's only in memory: the callback that ends its
-    attempt later records none)."""
+    """2xx except 202 → SUCCEEDED with {"result"}; 202 → ACCEPTED; anything else → FAILED, with
+    the error its JSON body reports (`{"error": {"type", "message"}, "retryable"?}`), or else its
+    status line and the start of its body. Each outcome carries the reply's status (a 202's only
+    in memory: the callback that ends its attempt later records none)."""
     if reply.too_large:
         return Outcome(OutcomeKind.FAILED, error=f"HTTP {reply.status}: response body over the size cap",
                        error_type=ErrorType.RESPONSE_TOO_LARGE, http_status=reply.status)
@@ -101,6 +103,16 @@ def classify(reply: Reply, retry_max_delay: float) -> Outcome:
     if reply.status in (429, 503):
         retry_after = parse_retry_after(reply.headers.get("retry-after") or reply.headers.get("Retry-After"),
                                         _reply_time(reply), retry_max_delay)
+    reported = _reported_failure(reply.body)
+    if reported is not None:
+        return Outcome(
+            OutcomeKind.FAILED,
+            error=error_text(reported.message or f"HTTP {reply.status} {reply.reason}".rstrip()),
+            error_type=reported.error_type or ErrorType.HTTP_STATUS,
+            retryable=reported.retryable,
+            retry_after=retry_after,
+            http_status=reply.status,
+        )
     detail = reply.body[:2000].decode("utf-8", "replace")
     return Outcome(
         OutcomeKind.FAILED,
@@ -109,6 +121,16 @@ def classify(reply: Reply, retry_max_delay: float) -> Outcome:
         retry_after=retry_after,
         http_status=reply.status,
     )
+
+
+def _reported_failure(body: bytes) -> ReportedFailure | None:
+    if not body.strip():
+        return None
+    try:
+        document: Any = loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return reported_failure(document)
 
 
 def _success(reply: Reply) -> Outcome:

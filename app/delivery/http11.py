@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 
 import httptools
 
-from app.domain.networks import ANY_NETWORK, NetworkPolicy
+from app.domain.address_policy import ANY_NETWORK, NetworkPolicy
 from app.delivery.destinations import Resolver, allowed_addresses, system_resolver
 
 

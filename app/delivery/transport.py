@@ -3,9 +3,8 @@ per call.
 
 Two implementations behind one protocol, chosen by JOBWIRE_DISPATCH_CLIENT:
 - Http11Transport (default): app.delivery.http11, a small HTTP/1.1 client on asyncio protocols
-  and httptools, for http and https handlers alike. Measured here against the benchmark's no-op
-  handler, 64 calls in flight: ~110–130 µs of client CPU per call against aiohttp's ~320–350 µs
-  (`python -m bench.http_clients`).
+  and httptools, for http and https handlers alike: it spends a fraction of aiohttp's client
+  CPU per call (`python -m bench.http_clients`; figures in bench/README.md).
 - AiohttpTransport: one aiohttp ClientSession; the fallback, should a handler need what the
   small client does not do (a proxy, compressed replies).
 Both verify https handlers against the system's CA store, or the `ssl_context` they are given
@@ -19,7 +18,7 @@ asks a resolver that drops refused addresses (aiohttp connects to what its resol
 nothing else), its DNS cache off, and an IP literal, which aiohttp connects to without asking
 its resolver, is judged here before the request.
 
-Not httpx: ~580 POST/s per process here (httpx pegs the CPU; encode/httpx#3215).
+Not httpx: it pegs the CPU under concurrency (encode/httpx#3215; bench/README.md has the figure).
 """
 
 from __future__ import annotations
@@ -35,7 +34,8 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.helpers import is_ip_address
 from yarl import URL
 
-from app.domain.networks import ANY_NETWORK, NetworkPolicy, as_address
+from app.domain.address_policy import ANY_NETWORK, NetworkPolicy
+from app.domain.addresses import as_address
 from app.delivery.destinations import (
     DestinationRefused,
     Resolver,

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from uuid import UUID
 
 from app.dispatcher.completer import Completer
 from app.domain.errors import DatabaseUnavailable
+from app.domain.logfields import fields
 from app.domain.dispatch import ClaimedJob, Outcome, OutcomeKind
 from app.domain.executions import ErrorType
 from app.domain.metrics import NodeCounters
@@ -84,7 +86,7 @@ class Dispatcher:
             return 0
         jobs = await self.outcomes.claim(free)
         self.counters.claims += 1
-        self.counters.jobs_claimed += len(jobs)
+        self.counters.claimed(jobs)
         if jobs and self.expect_deadline is not None:
             self.expect_deadline(min(job.seconds_left for job in jobs))
         for job in jobs:
@@ -135,6 +137,7 @@ class Dispatcher:
 
     async def _execute(self, job: ClaimedJob) -> None:
         callback_url = f"{self.config.public_url}/v1/executions/{job.id}"
+        began = time.monotonic()
         try:
             outcome = await call_handler(self.transport, job, callback_url, self.token_for(job.id, job.attempt),
                                          self.config.retry_max_delay,
@@ -144,29 +147,62 @@ class Dispatcher:
             # Shutdown grace ran out: the attempt is abandoned (and retried by whoever claims next).
             self.completer.add((job, Outcome(OutcomeKind.ABANDONED, error="node shut down during the call",
                                              error_type=ErrorType.ABANDONED_SHUTDOWN)))
-            self.counters.calls[OutcomeKind.ABANDONED.value] += 1
+            self.counters.called(job, OutcomeKind.ABANDONED, time.monotonic() - began)
             raise
         except Exception as exc:  # a bug here must not strand the row in PROCESSING
             log.exception("dispatching execution %s failed", job.id)
             outcome = Outcome(OutcomeKind.FAILED, error=f"internal dispatch error: {exc!r}",
                               error_type=ErrorType.CONNECTION)
         self.completer.add((job, outcome))
-        self.counters.calls[outcome.kind.value] += 1
+        self.counters.called(job, outcome.kind, time.monotonic() - began)
 
     def _call_done(self, task: asyncio.Task[None]) -> None:
         self._in_flight.pop(task, None)
         self._slot_freed.set()
 
-    async def stop(self, grace: float) -> None:
-        """Stop claiming, let calls finish for up to `grace` seconds, abandon the rest, write outcomes."""
+    async def stop(self, grace: float, cut_short: asyncio.Event | None = None) -> None:
+        """Stop claiming, let calls finish for up to `grace` seconds, abandon the rest, write outcomes.
+
+        Says what it waits for: how many calls and for how long, then a line as each finishes.
+        `cut_short` set (a second Ctrl-C) ends the wait at once: the calls left are abandoned and
+        re-enqueued as when the grace runs out."""
         self._stopping = True
         self._wake.set()
         self._slot_freed.set()
         if self._loop_task is not None:
             await asyncio.gather(self._loop_task, return_exceptions=True)
-        if self._in_flight:
-            _, pending = await asyncio.wait(list(self._in_flight), timeout=grace)
+        await self._drain(grace, cut_short)
+        await self.completer.close()
+
+    async def _drain(self, grace: float, cut_short: asyncio.Event | None) -> None:
+        calls = dict(self._in_flight)
+        if not calls:
+            return
+        hint = " (interrupt again to stop waiting: the calls left are abandoned and re-enqueued)" if cut_short else ""
+        log.info("draining %d calls, up to %s s%s", len(calls), f"{grace:g}", hint,
+                 extra=fields(calls=len(calls), grace_seconds=grace))
+        pending = set(calls)
+        interrupt = asyncio.ensure_future((cut_short or asyncio.Event()).wait())
+        interrupted = False
+        deadline = asyncio.get_running_loop().time() + grace
+        try:
+            while pending and not interrupted:
+                left = deadline - asyncio.get_running_loop().time()
+                if left <= 0:
+                    break
+                done, _ = await asyncio.wait(pending | {interrupt}, timeout=left,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                for task in sorted(done & pending, key=lambda t: str(calls[t].id)):
+                    pending.discard(task)
+                    log.info("call of execution %s finished; %d left", calls[task].id, len(pending),
+                             extra=fields(execution=str(calls[task].id), calls_left=len(pending)))
+                interrupted = interrupt in done
+        finally:
+            interrupt.cancel()
+        if pending:
+            why = "interrupted again" if interrupted else "shutdown grace over"
+            log.warning("%s: abandoning %d calls (they are re-enqueued)", why, len(pending),
+                        extra=fields(calls=len(pending)))
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
-        await self.completer.close()

@@ -4,7 +4,9 @@ Scopes (DESIGN §8, the security issue): `read` (every GET but the keys), `enque
 /v1/jobs/batch), `operate` (read, plus cancel, retry and delete of executions, the bulk actions,
 pause and resume), `admin` (everything: handlers and their secrets, schedules and trigger, keys).
 `operate` implies `read`; `admin` implies every scope. A key's `queues` (None: every queue) limits
-what it may see and touch of executions and queues.
+what it may see and touch of executions, queues and schedules: another queue's item is NotFound to
+it, as one that does not exist; a listing shows its queues' only; a write into another queue is
+Forbidden, naming it. Handlers, nodes and the keys themselves belong to no queue.
 """
 
 from __future__ import annotations
@@ -70,11 +72,20 @@ class Principal:
 FULL_ACCESS = Principal(scopes=frozenset({Scope.ADMIN}))
 
 
+def may_use(queues: frozenset[str] | None, queue: str) -> bool:
+    """A key limited to `queues` (None: every one) may see and touch what is in `queue`."""
+    return queues is None or queue in queues
+
+
+def limited_to(queues: frozenset[str]) -> str:
+    """The start of every refusal of a queue-limited key."""
+    return f"this key is limited to queues [{', '.join(sorted(queues))}]"
+
+
 def require_queue(queues: frozenset[str] | None, queue: str, what: str = "queue") -> None:
     """Forbidden, naming the queue, unless a key limited to `queues` (None: every one) may use it."""
     if queues is not None and queue not in queues:
-        raise Forbidden(f"this key is limited to queues [{', '.join(sorted(queues))}]; {what} {queue!r} is not "
-                        "one of them", queue=queue)
+        raise Forbidden(f"{limited_to(queues)}; {what} {queue!r} is not one of them", queue=queue)
 
 
 @dataclass(frozen=True, slots=True)

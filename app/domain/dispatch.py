@@ -29,7 +29,7 @@ class ClaimedJob:
     seconds_left: float
     handler: str
     handler_url: str | None
-    handler_secret: str | None  # the newest of handler_secrets (what a node of the version before 0011 signs with)
+    handler_secret: str | None  # the newest of handler_secrets (jobwire_claim still returns it: CHANGELOG.md)
     # Every active signing secret of the handler as stored (whsec_… or jwenc1:…), newest first: each
     # signs the call. Made without them (tests), the call signs with handler_secret alone.
     handler_secrets: tuple[str, ...] = ()

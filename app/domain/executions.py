@@ -60,7 +60,7 @@ class Execution:
     parameters: Any
     metadata: Any
     result: Any
-    progress: Progress
+    progress: Progress | None  # None until the handler reports some
     scheduled_at: datetime
     created_at: datetime
     started_at: datetime | None

@@ -1,9 +1,9 @@
-"""A handler's signing secrets: how one is stored, and the value object a listing shows.
+"""Secrets at rest: how one is stored, and the value objects a handler's secrets listing shows.
 
-A stored secret is `whsec_…` (plain: no JOBWIRE_SECRET_KEY was set when it was made) or
-`jwenc1:<Fernet token of the whsec_… text>` (encrypted with JOBWIRE_SECRET_KEY). Both are read, so
-a key set later keeps the older plain secrets working; new ones are then encrypted. The
-encryption itself is app/delivery/secret_cipher.py.
+A stored secret (a handler's signing secret `whsec_…`, the callback-token server key) is its text
+(plain: no JOBWIRE_SECRET_KEY was set when it was made) or `jwenc1:<Fernet token of the text>`
+(encrypted with JOBWIRE_SECRET_KEY). Both are read; a node started with the key encrypts what is
+still plain (app/services/secrets_at_rest.py). The encryption itself is app/delivery/secret_cipher.py.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def is_encrypted(stored: str) -> bool:
 
 
 class UnreadableSecret(JobwireError):
-    """A stored secret this node cannot decrypt: JOBWIRE_SECRET_KEY is unset, or not the key it
+    """A stored secret this node cannot decrypt: JOBWIRE_SECRET_KEY is unset, or lists no key it
     was encrypted with."""
 
 
@@ -46,3 +46,12 @@ class NewHandlerSecret:
     id: UUID
     secret: str
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSecret:
+    """A signing secret as it is at rest (whsec_… or jwenc1:…), for the start-up that seals it."""
+
+    id: UUID
+    handler: str
+    stored: str

@@ -9,4 +9,4 @@ _NAME = re.compile(NAME_PATTERN)
 
 
 def is_valid_name(value: str) -> bool:
-    return bool(_NAME.match(value))
+    return _NAME.fullmatch(value) is not None  # `$` alone would let a trailing newline through

@@ -39,6 +39,15 @@ MAX_CACHED = 10_000  # keys a node remembers at once (past it, the cache starts 
 
 T = TypeVar("T")
 
+# Why the last key, or the last admin key, is kept while no bootstrap key is configured.
+_KEPT = {
+    "last": "this is the last API key and JOBWIRE_API_KEYS is not set: deleting it would open the API to anyone; "
+            "create another key first (or configure a bootstrap key)",
+    "last_admin": "this is the last API key with scope admin and JOBWIRE_API_KEYS is not set: deleting it would "
+                  "leave no key that can manage keys, handlers and schedules; create another admin key first (or "
+                  "configure a bootstrap key)",
+}
+
 
 def new_key() -> str:
     """A fresh API key: `jw_` + 32 random bytes, base64url without padding (46 characters)."""
@@ -61,7 +70,7 @@ class ApiKeyService:
     def __init__(self, db: Database, *, bootstrap: bool, repository: ApiKeyRepository | None = None,
                  cache_seconds: float = CACHE_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
         """`bootstrap`: keys are configured in JOBWIRE_API_KEYS (the API is never open, and the
-        last database key may be deleted)."""
+        last database key, admin or not, may be deleted)."""
         self.db = db
         self.bootstrap = bootstrap
         self.repository = repository or ApiKeyRepository()
@@ -103,16 +112,17 @@ class ApiKeyService:
             return await self.repository.list(conn)
 
     async def delete(self, key_id: UUID) -> None:
-        """NotFound when there is no such key; Conflict when it is the last one and no bootstrap
-        key is configured (deleting it would open the API). Two deletes take turns (a lock), so
-        the last key is never deleted by two at once."""
+        """NotFound when there is no such key; Conflict, unless a bootstrap key is configured, when
+        it is the last key (deleting it would open the API) or the last one with scope admin (no
+        key could manage keys, handlers or schedules any more). Two deletes take turns (a lock),
+        so no two deletes remove the last two such keys at once."""
         async with self.db.transaction() as conn:
             await self.repository.lock_for_delete(conn)
             if not await self.repository.delete(conn, key_id, keep_last=not self.bootstrap):
-                if not await self.repository.exists(conn, key_id):
+                kept = await self.repository.kept_because(conn, key_id)
+                if kept is None:
                     raise NotFound("API key", key_id)
-                raise Conflict("this is the last API key and JOBWIRE_API_KEYS is not set: deleting it would open "
-                               "the API to anyone; create another key first (or configure a bootstrap key)")
+                raise Conflict(_KEPT[kept])
         self._invalidate()  # refused on this node at once; on the others within cache_seconds
 
     # --- authentication -------------------------------------------------------------------

@@ -1,12 +1,15 @@
 """Bulk actions: retry, cancel or delete the executions matching a selection.
 
 Not atomic, and safe to repeat. The matching rows are selected first (oldest first, up to
-`limit`, among those in a state the action may change: cancel ENQUEUED and PROCESSING, retry
-DEAD_LETTER and CANCELLED, delete any other), then changed in transactions of at most
-BATCH_SIZE rows through the same guarded writes as the single routes. A row that moved meanwhile
-(finished, claimed, cancelled by someone else) is skipped, not an error: `changed` counts the
-writes that applied. Rows that were changed no longer match, so repeating the call until `more`
-is false works through a backlog larger than `limit`.
+`limit`, among those the action can change: cancel ENQUEUED and PROCESSING, retry DEAD_LETTER and
+CANCELLED of handlers still registered, delete any other state), then changed in transactions of
+at most BATCH_SIZE rows through the same guarded writes as the single routes. A row that moved
+meanwhile (finished, claimed, cancelled by someone else; for a retry, its handler deleted) is
+skipped, not an error: `changed` counts the writes that applied, `skipped` the rows selected that
+were not changed. Changed and skipped rows have left the selection, and a row the action cannot
+change never enters it (a retry of a deleted handler's rows would otherwise be selected first by
+every call, forever), so every call makes progress and repeating it until `more` is false works
+through a backlog larger than `limit`.
 
 A caller whose API key is limited to queues (`queues`) acts on those queues' executions only: the
 selection is narrowed to them (a `queue` filter naming another matches nothing), and selected
@@ -74,6 +77,11 @@ class BulkResult:
     changed: int  # writes that applied
     more: bool  # further rows match beyond the limit
 
+    @property
+    def skipped(self) -> int:
+        """Rows selected that the action did not change (they moved meanwhile)."""
+        return self.matched - self.changed
+
 
 class BulkService:
     def __init__(self, db: Database, executions: ExecutionRepository | None = None,
@@ -100,15 +108,6 @@ class BulkService:
             changed += await retry_contention(partial(apply, batch))
         return BulkResult(matched=len(rows), changed=changed, more=more)
 
-    async def retry(self, selection: BulkSelection, limit: int = MAX_LIMIT) -> BulkResult:
-        return await self.apply(BulkAction.RETRY, selection, limit)
-
-    async def cancel(self, selection: BulkSelection, limit: int = MAX_LIMIT) -> BulkResult:
-        return await self.apply(BulkAction.CANCEL, selection, limit)
-
-    async def delete(self, selection: BulkSelection, limit: int = MAX_LIMIT) -> BulkResult:
-        return await self.apply(BulkAction.DELETE, selection, limit)
-
     async def _select(self, action: BulkAction, selection: BulkSelection, limit: int,
                       queues: frozenset[str] | None = None) -> tuple[list[tuple[UUID, str]], bool]:
         if selection.is_empty():
@@ -124,16 +123,16 @@ class BulkService:
         wanted = allowed if selection.state is None else (selection.state,)
         filters = ListFilter(queue=selection.queue, handler=selection.handler, job_id=selection.job_id)
         ids = None if selection.ids is None else sorted(set(selection.ids))
+        select = partial(self.selections.select, registered_handlers=action is BulkAction.RETRY)
         async with self.db.autocommit() as conn:
             if queues is None:
-                rows = await self.selections.select(conn, wanted, filters, ids, limit + 1)
+                rows = await select(conn, wanted, filters, ids, limit + 1)
             else:
                 rows = []
                 for queue in _narrowed(selection.queue, queues):
                     if len(rows) > limit:
                         break
-                    rows += await self.selections.select(conn, wanted, replace(filters, queue=queue), ids,
-                                                                 limit + 1 - len(rows))
+                    rows += await select(conn, wanted, replace(filters, queue=queue), ids, limit + 1 - len(rows))
         return rows[:limit], len(rows) > limit
 
     async def _cancel(self, batch: Sequence[tuple[UUID, str]]) -> int:
@@ -146,7 +145,8 @@ class BulkService:
     async def _retry(self, batch: Sequence[tuple[UUID, str]]) -> int:
         async with self.db.transaction() as conn:
             # As the single retry: the handlers are held until commit, so a handler being deleted
-            # cannot lose these jobs; an execution whose handler is gone is skipped.
+            # cannot lose these jobs; an execution whose handler was deleted since the selection
+            # is skipped (and not selected again).
             present = await self.handlers.lock_for_enqueue(conn, sorted({h for _, h in batch}))
             changed = 0
             for execution_id, handler in batch:

@@ -11,7 +11,6 @@ from uuid import UUID
 
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
-from app.db.handlers import MetaRepository
 from app.db.logs import LogRepository
 from app.db.steps import StepRepository
 from app.domain.errors import Forbidden, NotFound, StaleAttempt, Unauthenticated
@@ -19,20 +18,12 @@ from app.domain.dispatch import Outcome, OutcomeKind
 from app.domain.executions import ErrorType, Execution
 from app.domain.logs import LogEntry
 from app.domain.metrics import NodeCounters
-from app.domain.signing import callback_token, new_server_key, verify_callback_token
+from app.domain.signing import callback_token, verify_callback_token
 from app.domain.steps import Step
 from app.services.grouping import Group
 from app.services.outcomes import OutcomeService, log_attempt_end, log_attempt_ends
 
 log = logging.getLogger(__name__)
-
-SERVER_KEY = "callback_server_key"
-
-
-async def load_server_key(db: Database) -> str:
-    """The key every node signs callback tokens with, generated once per database."""
-    async with db.transaction() as conn:
-        return await MetaRepository().get_or_create(conn, SERVER_KEY, new_server_key())
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +102,9 @@ class CallbackService:
 
     async def append_logs(self, execution_id: UUID, token: str | None, entries: Sequence[LogEntry]) -> int:
         """Store a handler's log entries under the token's attempt, which must be the current one
-        (the execution may be in any state: a handler may flush its logs after completing)."""
+        (the execution may be in any state: a handler may flush its logs after completing).
+        NotFound when the execution is gone, also when a purge deletes it meanwhile (the insert's
+        foreign key refuses: app/db/errors.py)."""
         attempt = self.authorize(execution_id, token)
         async with self.db.transaction() as conn:
             await self._current(conn, execution_id, attempt)
@@ -139,7 +132,8 @@ class CallbackService:
                 return created, True
             # Recorded before, or by a concurrent call that committed while this one waited.
             stored = await self.steps.get(conn, execution_id, name)
-        assert stored is not None  # steps are deleted only with their execution
+        if stored is None:  # steps go only with their execution: a purge removed both meanwhile
+            raise NotFound("execution", execution_id)
         return stored, False
 
     async def complete(self, execution_id: UUID, token: str | None, completion: Completion) -> Execution:
@@ -151,7 +145,7 @@ class CallbackService:
             # transaction below says why (404, 409, or an idempotent no-op).
             changed = await self._successes((execution_id, attempt, completion.result))
             if changed is not None:
-                self.counters.completions["succeeded"] += 1
+                self.counters.completed(changed.handler, changed.queue, "succeeded")
                 return changed
         async with self.db.transaction() as conn:
             current = await self._current(conn, execution_id, attempt)
@@ -173,5 +167,6 @@ class CallbackService:
             if not completion.succeeded:  # a success wakes what it frees by itself
                 await self.outcomes.wake_if_handed_over(conn, [ended.execution])
         log_attempt_end(log, ended)  # committed
-        self.counters.completions["succeeded" if completion.succeeded else "failed"] += 1
+        self.counters.completed(ended.execution.handler, ended.execution.queue,
+                                "succeeded" if completion.succeeded else "failed")
         return ended.execution

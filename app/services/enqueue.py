@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import orjson
 
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.domain.access import require_queue
-from app.domain.errors import FieldError, PayloadTooLarge, ValidationFailed
+from app.domain.errors import DatabaseContention, DatabaseUnavailable, FieldError, PayloadTooLarge, ValidationFailed
 from app.domain.executions import Execution, NewJob
 from app.domain.metrics import NodeCounters
 from app.services.grouping import Group
@@ -30,6 +32,20 @@ class Enqueued:
 
 def job_size(job: NewJob) -> int:
     return sum(len(orjson.dumps(part)) for part in (job.payload, job.parameters, job.metadata) if part is not None)
+
+
+def handler_only(handler: str) -> NewJob:
+    """A job the database can refuse for its handler alone: what is asked of an item the API
+    refused (its other fields are not the ones it was sent with)."""
+    return NewJob(handler=handler, job_id=None)  # type: ignore[arg-type]  # None → the execution id (in SQL)
+
+
+# A field jobwire_enqueue names: `jobs[<position in its array>]` and the rest of the path.
+_ITEM_FIELD = re.compile(r"^jobs\[(\d+)\](?:\.(.+))?$")
+
+
+class _Undo(Exception):
+    """Ends a transaction that asked jobwire_enqueue what it refuses: rolled back, nothing kept."""
 
 
 class EnqueueService:
@@ -75,7 +91,56 @@ class EnqueueService:
         try:
             return await self._insert(jobs)
         except ValidationFailed as exc:
-            raise _renamed(exc, field_prefix) from None
+            if field_prefix is None:
+                raise _renamed(exc, field_prefix) from None
+            refused = _by_item(exc, range(len(jobs)))
+            # The function stops at its first kind of refusal: ask it about the other items too, so
+            # one answer names every item at fault (only now: the valid path stays one statement).
+            named = {i for i, _ in refused}
+            refused += await self.refusals([(i, job) for i, job in enumerate(jobs) if i not in named])
+            raise ValidationFailed([_item_error(field_prefix, i, e) for i, e in _in_item_order(refused)]) from None
+
+    async def refusals(self, jobs: Sequence[tuple[int, NewJob]],
+                       queues: frozenset[str] | None = None) -> list[tuple[int | None, FieldError]]:
+        """What jobwire_enqueue refuses of `jobs` (each with its position in the request), each
+        error's field relative to its item (`handler`); nothing is stored. Asked only of a request
+        refused anyway, so that its answer names every fault at once.
+
+        The jobs are enqueued in a transaction rolled back (a NOTIFY goes out on commit only): the
+        function's own checks, written once. It stops at its first kind of refusal (unknown
+        handlers, then keys reused with another body), so the jobs it names are set aside and the
+        rest asked again, until it refuses none. A job in a queue outside `queues`, or over the
+        size limit, is asked about its handler only (not its idempotency key: the answer must not
+        tell what another queue holds). Should the database fail to answer: what was found."""
+        asked = [(i, job if self._within_limits(job, queues) else handler_only(job.handler)) for i, job in jobs]
+        found: list[tuple[int | None, FieldError]] = []
+        while asked:
+            try:
+                refusal = await retry_contention(partial(self._refusal, [job for _, job in asked]))
+            except (DatabaseUnavailable, DatabaseContention):
+                break
+            if refusal is None:
+                break
+            named = _by_item(refusal, [i for i, _ in asked])
+            found += named
+            left = [(i, job) for i, job in asked if i not in {n for n, _ in named}]
+            if len(left) == len(asked):  # it named no item of them: nothing more to learn
+                break
+            asked = left
+        return found
+
+    def _within_limits(self, job: NewJob, queues: frozenset[str] | None) -> bool:
+        return (queues is None or job.queue in queues) and job_size(job) <= self.limits.max_payload_bytes
+
+    async def _refusal(self, jobs: Sequence[NewJob]) -> ValidationFailed | None:
+        try:
+            async with self.db.transaction() as conn:
+                await self.executions.enqueue(conn, jobs)
+                raise _Undo
+        except _Undo:
+            return None
+        except ValidationFailed as exc:
+            return exc
 
     async def _insert(self, jobs: Sequence[NewJob]) -> list[Enqueued]:
         return await retry_contention(lambda: self._insert_once(jobs))
@@ -94,6 +159,29 @@ class EnqueueService:
         except ValidationFailed as exc:
             raise _renamed(exc, None) from None
         return done
+
+
+def _by_item(exc: ValidationFailed, positions: Sequence[int]) -> list[tuple[int | None, FieldError]]:
+    """jobwire_enqueue's errors as (the request's position of the item, the field within it);
+    `positions[k]` is the request's position of the function's item k. None: no item's field."""
+    out: list[tuple[int | None, FieldError]] = []
+    for e in exc.errors:
+        item = _ITEM_FIELD.match(e.field)
+        if item is None or int(item[1]) >= len(positions):
+            out.append((None, e))
+        else:
+            out.append((positions[int(item[1])], FieldError(item[2] or "", e.message)))
+    return out
+
+
+def _in_item_order(errors: Sequence[tuple[int | None, FieldError]]) -> list[tuple[int | None, FieldError]]:
+    return sorted(errors, key=lambda pair: -1 if pair[0] is None else pair[0])
+
+
+def _item_error(prefix: str, position: int | None, e: FieldError) -> FieldError:
+    if position is None:
+        return e
+    return FieldError(f"{prefix}[{position}]" + (f".{e.field}" if e.field else ""), e.message)
 
 
 def _renamed(exc: ValidationFailed, prefix: str | None) -> ValidationFailed:

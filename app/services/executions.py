@@ -21,6 +21,7 @@ from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
 from app.db.logs import LogRepository
+from app.domain.access import may_use
 from app.domain.errors import Conflict, FieldError, InvalidTransition, NotFound, ValidationFailed
 from app.domain.attempts import Attempt
 from app.domain.events import Event
@@ -227,4 +228,4 @@ class ExecutionService:
 
 
 def _visible(execution: Execution, queues: frozenset[str] | None) -> bool:
-    return queues is None or execution.queue in queues
+    return may_use(queues, execution.queue)

@@ -12,7 +12,9 @@ from app.db.handlers import HandlerRepository
 from app.domain.errors import Conflict, FieldError, NotFound, ValidationFailed
 from app.domain.handlers import Handler
 from app.domain.handler_secrets import MAX_ACTIVE_SECRETS, NewHandlerSecret
-from app.domain.networks import ANY_NETWORK, NetworkPolicy, as_address, handler_url_problem
+from app.domain.address_policy import ANY_NETWORK, NetworkPolicy
+from app.domain.addresses import as_address
+from app.domain.handler_urls import handler_url_problem
 from app.domain.signing import new_handler_secret
 from app.delivery.secret_cipher import PLAIN, SecretCipher
 

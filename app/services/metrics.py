@@ -1,4 +1,10 @@
-"""/metrics: this node's counters and the queues' depth, read when scraped."""
+"""/metrics: this node's counters and the queues' depth, read when scraped.
+
+Every queue that has live rows, a pause flag or a schedule is listed, with a gauge for each live
+state (0 included), and so is every queue this node listed before or dispatched from: a queue whose
+work is all finished would otherwise drop out of the exposition (finding it in the finished history
+would read the whole table), and its series would end instead of reading 0.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ from dataclasses import dataclass
 
 from app.db.database import Database
 from app.db.queues import QueueRepository
-from app.domain.metrics import NodeCounters, QueueDepth
+from app.domain.metrics import NodeCounters, QueueDepth, every_queue
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,8 +30,12 @@ class MetricsService:
         self.node_id = node_id
         self.counters = counters
         self.queues = queues or QueueRepository()
+        self._listed: set[str] = set()  # queues shown by an earlier scrape
 
     async def snapshot(self) -> MetricsSnapshot:
         async with self.db.transaction() as conn:
             depth = await self.queues.depth(conn)
-        return MetricsSnapshot(self.node_id, self.counters, self.counters.in_flight(), depth)
+            scheduled = await self.queues.of_schedules(conn)
+        queues = every_queue(depth, [*scheduled, *self._listed, *self.counters.queues()])
+        self._listed.update(q.queue for q in queues)
+        return MetricsSnapshot(self.node_id, self.counters, self.counters.in_flight(), queues)

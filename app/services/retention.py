@@ -30,9 +30,8 @@ class PruneConfig:
     batch_size: int = MAX_BATCH
     # After a full batch, rest this many times as long as the batch took: a backlog (the first run
     # over a large table) then takes at most a quarter of one connection's time, and the work of
-    # the dispatchers and callbacks on the same database goes first. Measured on 2 cores, a
-    # 20,000-job drain beside a 1,000,000-row backlog being pruned ran at 0.96x its figure without
-    # pruning (median of 6 alternating pairs, the worst pair 0.82x); at 0 it ran at 0.71x.
+    # the dispatchers and callbacks on the same database goes first (bench/README.md, the
+    # drain_pruning step, measures a drain beside a large prune with and without the rest).
     rest_ratio: float = 3.0
 
     def __post_init__(self) -> None:

@@ -1,6 +1,7 @@
 """What every management request asks of the database keys (app/services/api_keys.py): a key's
 lookup and "is the API open?" are cached for 2 s (no database round trip per request, a revoked
-key refused within the bound), and the last key is never deleted by two concurrent deletes."""
+key refused within the bound), and neither the last key nor the last admin key is deleted, by one
+delete or by two at once, unless a bootstrap key is configured."""
 
 from __future__ import annotations
 
@@ -168,3 +169,77 @@ async def test_with_a_bootstrap_key_the_last_database_key_may_be_deleted(db: Dat
     created = await service.create("only", [Scope.READ], None)
     await service.delete(created.key.id)
     assert await scalar(db, "SELECT count(*) FROM job_api_keys") == 0
+
+
+async def test_the_last_admin_key_is_kept_while_other_keys_remain(db: Database) -> None:
+    service = ApiKeyService(db, bootstrap=False)
+    admin = await service.create("admin", [Scope.ADMIN], None)
+    reader = await service.create("reader", [Scope.READ, Scope.OPERATE], None)
+    with pytest.raises(Conflict, match="last API key with scope admin"):
+        await service.delete(admin.key.id)
+    await service.delete(reader.key.id)  # not an admin key: it may go
+    with pytest.raises(Conflict, match="would open the API"):
+        await service.delete(admin.key.id)
+    assert await scalar(db, "SELECT array_agg(id) FROM job_api_keys") == [admin.key.id]
+
+
+async def test_an_admin_key_may_go_while_another_admin_key_remains(db: Database) -> None:
+    service = ApiKeyService(db, bootstrap=False)
+    first = await service.create("first", [Scope.ADMIN], None)
+    second = await service.create("second", [Scope.READ, Scope.ADMIN], None)
+    await service.create("reader", [Scope.READ], None)
+    await service.delete(first.key.id)
+    with pytest.raises(Conflict, match="scope admin"):
+        await service.delete(second.key.id)
+
+
+async def test_two_concurrent_deletes_never_remove_the_last_admin_key(db: Database) -> None:
+    """Real concurrent sessions: a delete of the second-last admin key waits for another's lock,
+    then sees its commit and keeps the last admin key (a read key remains: not the last key)."""
+    one, two = ApiKeyService(db, bootstrap=False), ApiKeyService(db, bootstrap=False)
+    first = await one.create("first", [Scope.ADMIN], None)
+    second = await one.create("second", [Scope.ADMIN], None)
+    await one.create("reader", [Scope.READ], None)
+    repository = ApiKeyRepository()
+    async with db.pool.acquire() as held:
+        transaction = held.transaction()
+        await transaction.start()
+        await repository.lock_for_delete(held)
+        assert await repository.delete(held, first.key.id, keep_last=True)
+        waiting = asyncio.create_task(two.delete(second.key.id))
+        await waits_for(db, held)  # the second delete is in flight, waiting for the lock
+        await transaction.commit()
+        with pytest.raises(Conflict, match="scope admin"):
+            await waiting
+    assert await scalar(db, "SELECT array_agg(id) FROM job_api_keys WHERE 'admin' = ANY(scopes)") == [second.key.id]
+
+
+@pytest.mark.parametrize("attempt", range(3))
+async def test_deleting_the_last_two_admin_keys_at_once_leaves_one(db: Database, attempt: int) -> None:
+    nodes = [ApiKeyService(db, bootstrap=False) for _ in range(2)]
+    keys = [await nodes[0].create(f"k{i}", [Scope.ADMIN], None) for i in range(2)]
+    await nodes[0].create("reader", [Scope.READ, Scope.ENQUEUE], None)
+    results = await asyncio.gather(*(node.delete(k.key.id) for node, k in zip(nodes, keys, strict=True)),
+                                   return_exceptions=True)
+    assert sorted(type(r).__name__ for r in results) == ["Conflict", "NoneType"]
+    remaining = await scalar(db, "SELECT array_agg(id) FROM job_api_keys WHERE 'admin' = ANY(scopes)")
+    assert len(remaining) == 1 and remaining[0] in {k.key.id for k in keys}
+
+
+async def test_with_a_bootstrap_key_the_last_admin_key_may_be_deleted(db: Database) -> None:
+    service = ApiKeyService(db, bootstrap=True)
+    admins = [await service.create(f"admin{i}", [Scope.ADMIN], None) for i in range(2)]
+    await service.create("reader", [Scope.READ], None)
+    await asyncio.gather(*(service.delete(k.key.id) for k in admins))
+    assert await scalar(db, "SELECT count(*) FROM job_api_keys WHERE 'admin' = ANY(scopes)") == 0
+
+
+async def waits_for(db: Database, holder: Connection) -> None:
+    """Returns once another session waits for a lock the session of `holder` holds."""
+    pid = holder.get_server_pid()
+    for _ in range(1000):
+        if await scalar(db, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE :pid = ANY(pg_blocking_pids(pid)))",
+                        pid=pid):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("no session waited for the lock")

@@ -119,6 +119,22 @@ async def test_without_any_key_management_routes_are_open(api: httpx.AsyncClient
     assert (await api.get("/v1/handlers", headers={"authorization": "Bearer anything"})).status_code == 200
 
 
+async def test_the_last_admin_key_cannot_be_deleted_without_a_bootstrap_key(
+        api_only_server: RunningServer, db: Database) -> None:
+    """No bootstrap key: deleting the last key with scope admin is 409 while other keys remain, and
+    leaves it working (the API stays manageable)."""
+    async with httpx.AsyncClient(base_url=api_only_server.url, timeout=10) as client:
+        created = await client.post("/v1/api-keys", json={"name": "admin", "scopes": ["admin"]})  # open: the first
+        admin = {"authorization": f"Bearer {created.json()['key']}"}
+        reader = await client.post("/v1/api-keys", json={"name": "reader", "scopes": ["read"]}, headers=admin)
+        assert reader.status_code == 201, reader.text
+        refused = await client.delete(f"/v1/api-keys/{created.json()['id']}", headers=admin)
+        assert refused.status_code == 409 and refused.headers["content-type"] == PROBLEM
+        assert "last API key with scope admin" in refused.json()["detail"]
+        listed = await client.get("/v1/api-keys", headers=admin)
+        assert [k["name"] for k in listed.json()["items"]] == ["admin", "reader"]
+
+
 # --- callbacks answer to the callback token, never to API keys ----------------------------
 
 async def accept_later(_: web.Request, __: dict[str, Any]) -> web.StreamResponse:

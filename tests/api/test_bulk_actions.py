@@ -62,6 +62,11 @@ async def state_of(api: httpx.AsyncClient, execution_id: str) -> str | None:
     return response.json()["state"] if response.status_code == 200 else None
 
 
+def counts(matched: int, changed: int, *, skipped: int = 0, more: bool = False) -> dict[str, Any]:
+    """A bulk action's answer."""
+    return {"matched": matched, "changed": changed, "skipped": skipped, "more": more}
+
+
 async def bulk(api: httpx.AsyncClient, action: str, **body: Any) -> dict[str, Any]:
     response = await api.post(f"/v1/executions/{action}", json=body)
     assert response.status_code == 200, response.text
@@ -123,7 +128,7 @@ async def test_the_bulk_paths_are_not_taken_for_execution_ids(api, h, db):
     for action in ACTIONS:
         response = await api.post(f"/v1/executions/{action}", json={"handler": "h"})
         assert response.status_code == 200, (action, response.text)
-        assert set(response.json()) == {"matched", "changed", "more"}
+        assert set(response.json()) == {"matched", "changed", "skipped", "more"}
     for action in ACTIONS:  # the same words as an id, on the routes of one execution: not UUIDs
         assert problem_fields(await api.get(f"/v1/executions/{action}"), 422) == ["execution_id"]
         assert problem_fields(await api.delete(f"/v1/executions/{action}"), 422) == ["execution_id"]
@@ -180,7 +185,7 @@ async def test_the_bulk_routes_take_the_api_key(jobwire):
         problem_fields(await client.delete(f"/v1/executions/{uuid.uuid4()}"), 401)
         ok = await client.post("/v1/executions/bulk-cancel", json={"state": "ENQUEUED"},
                                headers={"authorization": "Bearer k1"})
-        assert ok.status_code == 200 and ok.json() == {"matched": 0, "changed": 0, "more": False}
+        assert ok.status_code == 200 and ok.json() == counts(0, 0)
 
 
 # --- each action by each filter -----------------------------------------------------------------
@@ -217,7 +222,7 @@ async def run_by_filter(api: httpx.AsyncClient, db: Database, action: str, name:
     body, selected, left = chosen(name, picked, others, states)
     before = {e: await state_of(api, e) for e in [*left, bystander]}
     result = await bulk(api, action, **body)
-    assert result == {"matched": len(selected), "changed": len(selected), "more": False}
+    assert result == counts(len(selected), len(selected))
     assert {e: await state_of(api, e) for e in before} == before
     return selected, before
 
@@ -252,27 +257,27 @@ async def test_filters_combine_and_ids_of_other_states_are_not_matched(api, h, d
     b = await in_state(db, api, "CANCELLED", queue="q2")
     c = await in_state(db, api, "SUCCEEDED", queue="q1")
     result = await bulk(api, "bulk-retry", queue="q1", ids=[a, b, c, a, str(uuid.uuid4())])
-    assert result == {"matched": 1, "changed": 1, "more": False}
+    assert result == counts(1, 1)
     assert [await state_of(api, e) for e in (a, b, c)] == ["ENQUEUED", "CANCELLED", "SUCCEEDED"]
-    assert await bulk(api, "bulk-cancel", ids=[]) == {"matched": 0, "changed": 0, "more": False}
+    assert await bulk(api, "bulk-cancel", ids=[]) == counts(0, 0)
 
 
 # --- limit, more, repeating ---------------------------------------------------------------------
 
 async def test_limit_takes_the_oldest_first_and_more_says_when_to_send_again(api, h, db):
     ids = [(await enqueue(api, job_id=f"j{i}"))["id"] for i in range(7)]
-    assert await bulk(api, "bulk-cancel", handler="h", limit=3) == {"matched": 3, "changed": 3, "more": True}
+    assert await bulk(api, "bulk-cancel", handler="h", limit=3) == counts(3, 3, more=True)
     assert [await state_of(api, e) for e in ids] == ["CANCELLED"] * 3 + ["ENQUEUED"] * 4
-    assert await bulk(api, "bulk-cancel", handler="h", limit=3) == {"matched": 3, "changed": 3, "more": True}
-    assert await bulk(api, "bulk-cancel", handler="h", limit=3) == {"matched": 1, "changed": 1, "more": False}
-    assert await bulk(api, "bulk-cancel", handler="h", limit=3) == {"matched": 0, "changed": 0, "more": False}
+    assert await bulk(api, "bulk-cancel", handler="h", limit=3) == counts(3, 3, more=True)
+    assert await bulk(api, "bulk-cancel", handler="h", limit=3) == counts(1, 1)
+    assert await bulk(api, "bulk-cancel", handler="h", limit=3) == counts(0, 0)
     assert [await state_of(api, e) for e in ids] == ["CANCELLED"] * 7
 
 
 async def test_exactly_limit_matching_rows_is_not_more(api, h, db):
     for _ in range(3):
         await enqueue(api)
-    assert await bulk(api, "bulk-cancel", state="ENQUEUED", limit=3) == {"matched": 3, "changed": 3, "more": False}
+    assert await bulk(api, "bulk-cancel", state="ENQUEUED", limit=3) == counts(3, 3)
 
 
 async def test_the_default_limit_is_10000_and_batches_of_500_cover_them(api, h, db):
@@ -281,12 +286,12 @@ async def test_the_default_limit_is_10000_and_batches_of_500_cover_them(api, h, 
     await sql(db, "INSERT INTO job_executions (job_id, job_type, handler, queue, state, completed_at, created_at) "
                   "SELECT 'many', 'DELAYED', 'h', 'default', 'DEAD_LETTER', now(), "
                   "TIMESTAMPTZ '2026-01-01 00:00:00Z' - make_interval(secs => g) FROM generate_series(1, 10050) AS g")
-    assert await bulk(api, "bulk-delete", job_id="many") == {"matched": 10_000, "changed": 10_000, "more": True}
+    assert await bulk(api, "bulk-delete", job_id="many") == counts(10_000, 10_000, more=True)
     # The oldest went first: the 50 left are the newest (g = 1 … 50).
     ages = await scalar(db, "SELECT array_agg(CAST(EXTRACT(EPOCH FROM TIMESTAMPTZ '2026-01-01 00:00:00Z' - created_at) "
                             "AS int) ORDER BY created_at DESC) FROM job_executions WHERE job_id = 'many'")
     assert ages == list(range(1, 51))
-    assert await bulk(api, "bulk-delete", job_id="many") == {"matched": 50, "changed": 50, "more": False}
+    assert await bulk(api, "bulk-delete", job_id="many") == counts(50, 50)
 
 
 @pytest.mark.parametrize("action", ACTIONS)
@@ -294,21 +299,66 @@ async def test_repeating_a_bulk_action_is_safe(api, h, db, action):
     state = {"bulk-retry": "DEAD_LETTER", "bulk-cancel": "ENQUEUED", "bulk-delete": "SUCCEEDED"}[action]
     ids = [await in_state(db, api, state) for _ in range(3)]
     first = await bulk(api, action, ids=ids)
-    assert first == {"matched": 3, "changed": 3, "more": False}
+    assert first == counts(3, 3)
     shown = [await state_of(api, e) for e in ids]
-    assert await bulk(api, action, ids=ids) == {"matched": 0, "changed": 0, "more": False}
+    assert await bulk(api, action, ids=ids) == counts(0, 0)
     assert [await state_of(api, e) for e in ids] == shown
     events = await scalar(db, "SELECT count(*) FROM job_events")
     await bulk(api, action, ids=ids)
     assert await scalar(db, "SELECT count(*) FROM job_events") == events  # no second transition
 
 
-async def test_a_bulk_retry_skips_executions_whose_handler_is_gone(api, h, db):
+async def test_a_bulk_retry_does_not_select_executions_whose_handler_is_gone(api, h, db):
     kept = await in_state(db, api, "DEAD_LETTER")
     orphan = await in_state(db, api, "DEAD_LETTER", handler="other")
     assert (await api.delete("/v1/handlers/other")).status_code == 204
-    assert await bulk(api, "bulk-retry", state="DEAD_LETTER") == {"matched": 2, "changed": 1, "more": False}
+    assert await bulk(api, "bulk-retry", state="DEAD_LETTER") == counts(1, 1)
     assert [await state_of(api, e) for e in (kept, orphan)] == ["ENQUEUED", "DEAD_LETTER"]
+
+
+async def test_repeating_a_bulk_retry_until_more_is_false_ends_past_rows_it_cannot_retry(api, h, db):
+    """Three dead-lettered rows of a deleted handler, older than five retryable ones, limit 3:
+    the calls reach the five and the repetition ends (the three were matched by every call, each
+    changing none, and `more` stayed true)."""
+    orphans = [await in_state(db, api, "DEAD_LETTER", handler="other") for _ in range(3)]
+    retryable = [await in_state(db, api, "DEAD_LETTER") for _ in range(5)]
+    assert (await api.delete("/v1/handlers/other")).status_code == 204
+    answers = []
+    for _ in range(10):
+        answers.append(await bulk(api, "bulk-retry", state="DEAD_LETTER", limit=3))
+        if not answers[-1]["more"]:
+            break
+    assert answers == [counts(3, 3, more=True), counts(2, 2)]
+    assert [await state_of(api, e) for e in retryable] == ["ENQUEUED"] * 5
+    assert [await state_of(api, e) for e in orphans] == ["DEAD_LETTER"] * 3
+
+
+async def test_a_row_whose_handler_is_deleted_after_the_selection_is_skipped(api, h, db):
+    """The handler's delete commits while the retry waits for the handler's lock: the retry
+    changes none of its rows and reports them as skipped; the next call does not select them."""
+    gone = [await in_state(db, api, "DEAD_LETTER", handler="other") for _ in range(2)]
+    kept = await in_state(db, api, "DEAD_LETTER")
+    async with db.pool.acquire() as held:
+        deleting = held.transaction()
+        await deleting.start()
+        await held.execute("DELETE FROM job_handlers WHERE name = 'other'")  # not committed yet
+        retry = asyncio.create_task(bulk(api, "bulk-retry", state="DEAD_LETTER"))
+        await waiting_for_a_lock(db, blocked_by=held)
+        await deleting.commit()
+        assert await retry == counts(3, 1, skipped=2)
+    assert [await state_of(api, e) for e in (*gone, kept)] == ["DEAD_LETTER", "DEAD_LETTER", "ENQUEUED"]
+    assert await bulk(api, "bulk-retry", state="DEAD_LETTER") == counts(0, 0)
+
+
+async def waiting_for_a_lock(db: Database, blocked_by: Any) -> None:
+    """Returns once some session waits for a lock the session of connection `blocked_by` holds."""
+    pid = blocked_by.get_server_pid()
+    for _ in range(1000):
+        if await scalar(db, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE :pid = ANY(pg_blocking_pids(pid)))",
+                        pid=pid):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("no session waited for the lock")
 
 
 # --- with a running dispatcher -------------------------------------------------------------------
@@ -326,7 +376,7 @@ async def test_a_bulk_retry_wakes_the_dispatchers(jobwire, handler, db):
         await sql(db, "UPDATE job_executions SET state = 'DEAD_LETTER', completed_at = now()")
         await asyncio.sleep(0.5)  # the node is asleep now, until a NOTIFY or 30 s pass
         started = time.monotonic()
-        assert await bulk(api, "bulk-retry", handler="w") == {"matched": 3, "changed": 3, "more": False}
+        assert await bulk(api, "bulk-retry", handler="w") == counts(3, 3)
         for execution_id in ids:
             await wait_for_state(api, execution_id, "SUCCEEDED", timeout=15)
         assert time.monotonic() - started < 10
@@ -374,6 +424,7 @@ async def test_bulk_cancel_and_retry_race_a_dispatcher_draining_a_backlog(jobwir
         cancel = await bulk(api, "bulk-cancel", handler="worker")
         cancel_returned = len(handler.received)
         assert 0 < cancel["changed"] <= cancel["matched"] and cancel["more"] is False
+        assert cancel["skipped"] == cancel["matched"] - cancel["changed"]
 
         for _ in range(1200):
             live = await scalar(db, "SELECT count(*) FROM job_executions WHERE state IN ('ENQUEUED', 'PROCESSING')")
@@ -398,7 +449,7 @@ async def test_bulk_cancel_and_retry_race_a_dispatcher_draining_a_backlog(jobwir
 
         handler.received.clear()
         retry = await bulk(api, "bulk-retry", handler="worker", state="CANCELLED")
-        assert retry == {"matched": len(cancelled), "changed": len(cancelled), "more": False}
+        assert retry == counts(len(cancelled), len(cancelled))
         for _ in range(1200):
             if await scalar(db, "SELECT count(*) FROM job_executions WHERE state = 'SUCCEEDED'") == len(ids):
                 break

@@ -178,4 +178,4 @@ async def test_without_a_secret_key_secrets_are_stored_as_whsec(api: httpx.Async
     added = await add_secret(api)
     stored = {r["secret"] for r in await sql(db, "SELECT secret FROM job_handler_secrets WHERE handler = 'h'")}
     assert stored == {secret, added["secret"]}
-    assert await scalar(db, "SELECT secret FROM job_handlers WHERE name = 'h'") == secret  # for nodes before 0011
+    assert await scalar(db, "SELECT secret FROM job_handlers WHERE name = 'h'") is None  # deprecated: never written

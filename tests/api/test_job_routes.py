@@ -49,7 +49,7 @@ async def test_an_enqueue_answers_201_with_the_execution_it_stored(api: httpx.As
         "job_type": "DELAYED", "handler": "h", "queue": "q", "state": "ENQUEUED", "attempt": 0,
         "max_attempts": 2, "priority": 3, "stateful": False, "payload": {"n": [1, "two", None]},
         "parameters": {"p": 1}, "metadata": {"m": True, "context": {"traceparent": TRACE}}, "result": None,
-        "progress": {"total": 0, "succeeded": 0, "failed": 0, "status": None, "percentage": 0},
+        "progress": None,
         "started_at": None, "completed_at": None, "deadline_at": None, "locked_by": None,
         "last_error": None, "error_type": None,
     }

@@ -335,6 +335,32 @@ async def test_a_queue_limited_key_reads_only_its_queues(client: httpx.AsyncClie
     assert [q["name"] for q in queues] == ["a", "c"]
 
 
+async def test_a_queue_limited_key_reads_only_its_queues_schedules(client: httpx.AsyncClient,
+                                                                  queued: dict[str, list[str]]) -> None:
+    for name, queue in (("in-a", "a"), ("in-b", "b"), ("in-c", "c")):
+        schedule = {"cron": "0 0 * * *", "handler": "h", "queue": queue, "payload": {"secret": f"{name}-payload"}}
+        assert (await client.put(f"/v1/schedules/{name}", json=schedule, headers=BOOT)).status_code == 201
+    key = bearer((await new_key(client, ["read"], ["a", "c"]))["key"])
+    listing = await client.get("/v1/schedules", headers=key)
+    assert [s["job_id"] for s in listing.json()["items"]] == ["in-a", "in-c"]
+    assert "in-b" not in listing.text
+    for suffix in ("", "/preview"):
+        assert (await client.get(f"/v1/schedules/in-a{suffix}", headers=key)).status_code == 200
+        hidden = await client.get(f"/v1/schedules/in-b{suffix}", headers=key)
+        absent = await client.get(f"/v1/schedules/nothing{suffix}", headers=key)
+        assert_problem(hidden, 404, "not found")
+        assert hidden.json() == {**absent.json(), "detail": absent.json()["detail"].replace("nothing", "in-b")}
+        assert "payload" not in hidden.text
+    assert len((await client.get("/v1/schedules", headers=BOOT)).json()["items"]) == 3
+
+
+def counts(response: httpx.Response) -> tuple[int, int, bool]:
+    """A bulk action's (matched, changed, more)."""
+    assert response.status_code == 200, response.text
+    body = response.json()
+    return body["matched"], body["changed"], body["more"]
+
+
 async def test_a_queue_limited_key_acts_only_on_its_queues(client: httpx.AsyncClient,
                                                            queued: dict[str, list[str]]) -> None:
     key = bearer((await new_key(client, ["operate"], ["a"]))["key"])
@@ -351,13 +377,11 @@ async def test_a_queue_limited_key_acts_only_on_its_queues(client: httpx.AsyncCl
     assert (await client.delete(f"/v1/executions/{mine}", headers=key)).status_code == 204
 
     # Bulk: the filter narrowed to its queues; one naming another queue matches nothing.
-    assert (await client.post("/v1/executions/bulk-cancel", json={"queue": "b"}, headers=key)).json() == \
-        {"matched": 0, "changed": 0, "more": False}
+    assert counts(await client.post("/v1/executions/bulk-cancel", json={"queue": "b"}, headers=key)) == (0, 0, False)
     ids = [*queued["a"], *queued["b"]]
-    assert (await client.post("/v1/executions/bulk-cancel", json={"ids": ids}, headers=key)).json() == \
-        {"matched": 1, "changed": 1, "more": False}
+    assert counts(await client.post("/v1/executions/bulk-cancel", json={"ids": ids}, headers=key)) == (1, 1, False)
     everything = await client.post("/v1/executions/bulk-retry", json={"state": "CANCELLED"}, headers=key)
-    assert everything.json() == {"matched": 1, "changed": 1, "more": False}
+    assert counts(everything) == (1, 1, False)
     states = {e["id"]: e["state"] for e in (await client.get("/v1/executions", headers=BOOT)).json()["items"]}
     assert [states[i] for i in queued["b"] + queued["c"]] == ["ENQUEUED"] * 4
 
@@ -371,9 +395,9 @@ async def test_a_bulk_action_of_a_key_of_several_queues_works_through_all_of_the
         client: httpx.AsyncClient, queued: dict[str, list[str]]) -> None:
     key = bearer((await new_key(client, ["operate"], ["a", "c"]))["key"])
     first = await client.post("/v1/executions/bulk-cancel", json={"state": "ENQUEUED", "limit": 3}, headers=key)
-    assert first.json() == {"matched": 3, "changed": 3, "more": True}
+    assert counts(first) == (3, 3, True)
     second = await client.post("/v1/executions/bulk-cancel", json={"state": "ENQUEUED", "limit": 3}, headers=key)
-    assert second.json() == {"matched": 1, "changed": 1, "more": False}
+    assert counts(second) == (1, 1, False)
     items = (await client.get("/v1/executions", headers=BOOT)).json()["items"]
     assert sorted(e["queue"] for e in items if e["state"] == "CANCELLED") == ["a", "a", "c", "c"]
 

@@ -20,14 +20,25 @@ from tests.conftest import free_port
 JOBWIRE = str(Path(sys.executable).parent / "jobwire")
 
 
-def serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def serve(env: dict[str, str], log: Path, log_level: str = "warning") -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     full = {k: v for k, v in os.environ.items() if not k.startswith("JOBWIRE_")}
     full.update(env, JOBWIRE_PORT=str(port), JOBWIRE_HOST="127.0.0.1")
     with log.open("wb") as handle:  # the child keeps its own descriptor
-        process = subprocess.Popen([JOBWIRE, "serve", "--log-level", "warning"], env=full, stdout=handle,
+        process = subprocess.Popen([JOBWIRE, "serve", "--log-level", log_level], env=full, stdout=handle,
                                    stderr=subprocess.STDOUT)
     return process, f"http://127.0.0.1:{port}"
+
+
+async def wait_for_line(log: Path, text: str, timeout: float = 30) -> str:
+    """The first line of the log file that contains `text`, once it is written."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in log.read_text(errors="replace").splitlines():
+            if text in line:
+                return line
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no line with {text!r} in {timeout}s:\n{log.read_text(errors='replace')[-3000:]}")
 
 
 async def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> None:

@@ -14,9 +14,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.cluster.processes import JOBWIRE
+from tests.cluster.processes import JOBWIRE, serve, terminate, wait_ready
 from tests.conftest import free_port, with_database
 
 pytestmark = pytest.mark.cluster
@@ -88,10 +89,34 @@ def test_an_embedded_server_that_fails_to_initialise(tmp_path: Path) -> None:
                            "initdb: error:"), line
 
 
-def test_the_clients_api_key_on_an_open_server() -> None:
-    line = cannot_start(JOBWIRE_API_KEY="secret", JOBWIRE_DATABASE_URL="postgresql://127.0.0.1:1/jobs")
+async def test_the_clients_api_key_on_a_server_that_takes_no_key(fresh_database) -> None:
+    url = await fresh_database()
+    line = cannot_start(JOBWIRE_API_KEY="secret", JOBWIRE_DATABASE_URL=url)
     assert line.startswith("JOBWIRE_API_KEY: set, but it is the client's variable"), line
     assert "JOBWIRE_API_KEYS" in line
+
+
+async def test_the_clients_api_key_in_the_shell_of_a_server_closed_by_stored_keys(fresh_database, tmp_path) -> None:
+    """An operator who keeps JOBWIRE_API_KEY in their shell for the CLI can still start a server
+    whose keys live in its database."""
+    url = await fresh_database()
+    first, first_url = serve({"JOBWIRE_DATABASE_URL": url}, tmp_path / "first.log")
+    try:
+        await wait_ready(first_url, first, tmp_path / "first.log")
+        async with httpx.AsyncClient(base_url=first_url, timeout=30) as api:
+            created = await api.post("/v1/api-keys", json={"name": "ops", "scopes": ["admin"]})
+            assert created.status_code == 201, created.text
+            key = created.json()["key"]
+    finally:
+        assert terminate(first) == 0
+    second, second_url = serve({"JOBWIRE_DATABASE_URL": url, "JOBWIRE_API_KEY": key}, tmp_path / "second.log")
+    try:
+        await wait_ready(second_url, second, tmp_path / "second.log")
+        async with httpx.AsyncClient(base_url=second_url, timeout=30) as api:
+            assert (await api.get("/v1/handlers")).status_code == 401  # closed: the stored key guards it
+            assert (await api.get("/v1/handlers", headers={"authorization": f"Bearer {key}"})).status_code == 200
+    finally:
+        assert terminate(second) == 0
 
 
 def test_an_invalid_setting() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from app.db.database import Database
-from app.db.executions import ExecutionRepository
+from tests.repositories import ShortcutRepository
 from app.db.handlers import HandlerRepository
 from app.db.statements import execute, fetch
 from app.domain.attempts import Attempt
@@ -23,7 +23,7 @@ from app.domain.states import JobState
 from app.services.enqueue import EnqueueLimits, EnqueueService
 from tests.conftest import settled_scanner
 
-repo = ExecutionRepository()
+repo = ShortcutRepository()
 S = JobState
 COLUMNS = ("type", "attempt", "started_at", "node", "http_status", "error")
 

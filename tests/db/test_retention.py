@@ -17,6 +17,7 @@ import pytest
 from app.db.connection import DatabaseConfig
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
+from tests.repositories import ShortcutRepository
 from app.db.handlers import HandlerRepository
 from app.db.retention import FIRST_KEY, Q, RetentionRepository
 from app.db.statements import execute
@@ -365,7 +366,7 @@ async def test_the_purge_waits_for_a_late_success_and_deletes_its_event_too(db, 
     execution_id = await finished(db, S.DEAD_LETTER, completed_days_ago=0)
     await sql(db, "UPDATE job_executions SET error_type = 'abandoned_deadline' WHERE id = :id", id=execution_id)
     async with db.transaction() as conn:
-        [done] = await ExecutionRepository().succeed_many(conn, [(execution_id, 0, {"ok": True})],
+        [done] = await ShortcutRepository().succeed_many(conn, [(execution_id, 0, {"ok": True})],
                                                           db.notify_channel)
         assert done.state == "SUCCEEDED"
         purge = asyncio.create_task(PurgeService(db).delete(execution_id))

@@ -19,7 +19,7 @@ from typing import Any
 
 
 from app.db.database import Database
-from app.db.executions import ExecutionRepository
+from tests.repositories import ShortcutRepository
 from app.db.handlers import HandlerRepository
 from app.domain.dispatch import ClaimedJob
 from app.domain.executions import NewJob
@@ -30,7 +30,7 @@ from app.db.statements import fetchval
 from tests.conftest import rolled_back, sql
 from tests.db.test_claim import explain, seed_for_explain, uses_index
 
-repo = ExecutionRepository()
+repo = ShortcutRepository()
 
 
 # --- helpers -------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from app.db.database import Connection, Database
-from app.db.executions import ExecutionRepository
+from tests.repositories import ShortcutRepository
 from app.db.statements import execute, fetch, fetchval
 from app.db.handlers import HandlerRepository
 from app.domain.executions import Execution, NewJob
@@ -20,7 +20,7 @@ from app.domain.signing import new_handler_secret
 from app.domain.states import JobState
 from app.services.enqueue import EnqueueLimits, EnqueueService
 
-repo = ExecutionRepository()
+repo = ShortcutRepository()
 S = JobState
 
 EVENT_KEYS = {"execution_id", "job_id", "job_type", "queue", "handler", "new_state", "attempt", "max_attempts",

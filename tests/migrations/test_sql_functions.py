@@ -3,6 +3,7 @@ that carries a copy of it carries exactly that text, and a database at head runs
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import asyncpg
 from sqlalchemy.engine import make_url
 
 from app.db.functions import current_directory, files_for
+from app.db.migrate import upgrade_sync
 
 REPO = Path(__file__).resolve().parents[2]
 VERSIONS = REPO / "alembic" / "versions"
@@ -51,9 +53,13 @@ WHERE n.nspname = $1 AND p.proname LIKE 'jobwire%'
 
 
 async def test_a_database_at_head_runs_exactly_the_function_files(
-        database_url: str, fresh_database: Callable[[], Awaitable[str]]) -> None:
-    """Compared with the files created afresh in an empty database (prosrc and the signature:
-    pg_get_functiondef reformats the header)."""
+        fresh_database: Callable[[], Awaitable[str]]) -> None:
+    """A database brought to head through every revision (a fresh one would take the baseline,
+    which creates the files themselves), compared with the files created afresh in an empty
+    database (prosrc and the signature: pg_get_functiondef reformats the header)."""
+    database_url = await fresh_database()
+    await asyncio.to_thread(upgrade_sync, database_url, None, "20261129_0001")
+    await asyncio.to_thread(upgrade_sync, database_url, None)
     scratch = await fresh_database()
     dsn = make_url(scratch).set(drivername="postgresql").render_as_string(hide_password=False)
     conn = await asyncpg.connect(dsn)

@@ -285,3 +285,52 @@ async def test_a_success_writes_no_line_at_warning_and_a_callback_failure_one(ap
     [line] = [r for r in caplog.records if getattr(r, "jobwire", {}).get("execution_id") == held["id"]]
     assert line.levelno == logging.WARNING and line.name == "app.services.callbacks"
     assert line.jobwire["error_type"] == "validation" and line.jobwire["node"] == node_of(api)  # type: ignore
+
+
+async def test_a_succeeded_execution_shows_no_error_of_an_earlier_attempt(api, handler):
+    """Rows tell the truth: after two failures and a success the execution has no error; each
+    attempt keeps its own in the history."""
+    await register(api, "flaky", handler.route("/flaky", failing_then_ok(2)))
+    job = await enqueue(api, handler="flaky")
+    done = await wait_for_state(api, job["id"], "SUCCEEDED")
+    assert (done["last_error"], done["error_type"]) == (None, None)
+    assert [(a["state"], a["error_type"]) for a in await attempts(api, job["id"])] == [
+        ("FAILED", "http_status"), ("FAILED", "http_status"), ("SUCCEEDED", None)]
+    assert (await api.get("/v1/executions", params={"job_id": done["job_id"]})).json()["items"][0]["last_error"] is None
+
+
+async def test_a_callback_success_after_failed_attempts_clears_their_error(api, handler):
+    calls = {"n": 0}
+
+    async def fail_then_accept(_: web.Request, __: dict[str, Any]) -> web.StreamResponse:
+        calls["n"] += 1
+        return web.Response(status=503, text="warming up") if calls["n"] == 1 else web.Response(status=202)
+
+    await register(api, "slow", handler.route("/slow", fail_then_accept))
+    job = await enqueue(api, handler="slow")
+    await handler.wait_for(2)
+    held = await wait_for_state(api, job["id"], "PROCESSING")
+    assert held["error_type"] == "http_status"  # while the next attempt runs, the last one's error shows
+    done = await complete(api, handler.received[1], outcome="succeeded", result=1)
+    assert (done.json()["state"], done.json()["last_error"], done.json()["error_type"]) == ("SUCCEEDED", None, None)
+    [first, second] = await attempts(api, job["id"])
+    assert (first["error_type"], first["error"]) == ("http_status", "HTTP 503 Service Unavailable: warming up")
+    assert (second["state"], second["error"]) == ("SUCCEEDED", None)
+
+
+async def test_a_late_success_over_a_dead_letter_shows_no_abandonment(api, handler):
+    async def hang(_: web.Request, __: dict[str, Any]) -> web.StreamResponse:
+        await asyncio.sleep(3)
+        return web.json_response({"result": "too late"})
+
+    await register(api, "hangs", handler.route("/hangs", hang))
+    job = await enqueue(api, handler="hangs", timeout_seconds=0.3, max_attempts=1)
+    dead = await wait_for_state(api, job["id"], "DEAD_LETTER")
+    assert dead["error_type"] == "abandoned_deadline" and dead["last_error"]
+    late = (await complete(api, handler.received[0], outcome="succeeded", result={"late": True})).json()
+    assert (late["state"], late["last_error"], late["error_type"]) == ("SUCCEEDED", None, None)
+    shown = (await api.get(f"/v1/executions/{job['id']}")).json()
+    assert (shown["last_error"], shown["error_type"]) == (None, None)
+    [abandoned, dead_lettered, succeeded] = await events(api, job["id"])
+    assert abandoned["data"]["error_type"] == "abandoned_deadline"  # the trail keeps what happened
+    assert succeeded["data"]["error_type"] is None

@@ -1,6 +1,7 @@
 """A handler's Retry-After and Date headers, crafted, over real HTTP through both transports: one
 that is not ASCII delta-seconds or a usable HTTP date is treated as absent, and the attempt is
-the plain HTTP failure it was, never an internal dispatch error."""
+the plain HTTP failure it was, never an internal dispatch error. A failure body beside a
+Retry-After names the attempt's error, and the delay stands."""
 
 from __future__ import annotations
 
@@ -20,15 +21,15 @@ from app.delivery.transport import AiohttpTransport, Http11Transport, Transport
 OVERFLOWING_DATE = b"Mon, 01 Jan 99999999999 00:00:00 GMT"  # parsedate_to_datetime: OverflowError
 
 
-async def replying(head: bytes) -> asyncio.base_events.Server:
-    """A handler that answers every request with the status line and headers `head`, no body."""
+async def replying(head: bytes, body: bytes = b"") -> asyncio.base_events.Server:
+    """A handler that answers every request with the status line and headers `head`, and `body`."""
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             request = await reader.readuntil(b"\r\n\r\n")
             length = next((int(line.split(b":", 1)[1]) for line in request.split(b"\r\n")
                            if line.lower().startswith(b"content-length:")), 0)
             await reader.readexactly(length)
-            writer.write(head + b"Content-Length: 0\r\nConnection: close\r\n\r\n")
+            writer.write(head + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
             await writer.drain()
         finally:
             writer.close()
@@ -71,3 +72,17 @@ async def test_a_crafted_retry_header_is_absent_and_the_attempt_a_plain_http_fai
         await server.wait_closed()
     assert (outcome.kind, outcome.error_type, outcome.retry_after) == (
         OutcomeKind.FAILED, ErrorType.HTTP_STATUS, retry_after)
+
+
+async def test_a_failure_body_names_the_error_through_either_transport_retry_after_kept(transport: Transport) -> None:
+    body = b'{"error": {"type": "RateLimited", "message": "slow down"}, "retryable": true}'
+    server = await replying(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 7\r\nContent-Type: application/json\r\n",
+                            body)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        outcome = await call_handler(transport, job_for(f"http://127.0.0.1:{port}/h"), "http://x/cb", "1.t", 3600.0)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert (outcome.kind, outcome.error_type, outcome.error, outcome.retryable, outcome.retry_after) == (
+        OutcomeKind.FAILED, "RateLimited", "slow down", True, 7.0)

@@ -95,8 +95,10 @@ async def test_a_failed_attempt_is_retried_then_succeeds_with_its_events(api, ha
     job = await enqueue(api, handler="flaky")
     done = await wait_for_state(api, job["id"], "SUCCEEDED")
     assert done["attempt"] == 1 and done["result"] == {"attempt": 1}
-    assert done["error_type"] == "http_status" and "HTTP 500" in done["last_error"]
-    assert "\x00" not in done["last_error"]
+    assert (done["error_type"], done["last_error"]) == (None, None)  # succeeded: the failure is history
+    failed_attempt = (await api.get(f"/v1/executions/{job['id']}/attempts")).json()["items"][0]
+    assert failed_attempt["error_type"] == "http_status" and "HTTP 500" in failed_attempt["error"]
+    assert "\x00" not in failed_attempt["error"]
     assert await events(db, job["id"]) == [
         ("ENQUEUED", 0), ("PROCESSING", 0), ("FAILED", 0), ("ENQUEUED", 1), ("PROCESSING", 1), ("SUCCEEDED", 1),
     ]

@@ -2,7 +2,7 @@
 `standardwebhooks` Python package: webhook-id is the execution id on every attempt, the attempt
 travels in `jobwire-attempt`; while a handler has several secrets each dispatch carries one
 signature per secret, so both verify during a rotation and only the new one after; secrets are
-stored encrypted under JOBWIRE_SECRET_KEY and plain ones stay readable."""
+stored encrypted under JOBWIRE_SECRET_KEY, plain ones encrypted by the next start-up with it."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from app.domain.signing import new_handler_secret
 from app.delivery.secret_cipher import SecretCipher
-from tests.conftest import HandlerServer, register, scalar, sql, wait_for_state
+from tests.conftest import HandlerServer, OwnDatabase, register, scalar, sql, wait_for_state
 
 
 async def run_job(api: httpx.AsyncClient, handler: HandlerServer, name: str = "h", **body: Any) -> dict[str, Any]:
@@ -115,25 +115,23 @@ async def test_expire_others_after_zero_seconds_retires_them_at_once(
 
 
 async def test_with_a_secret_key_secrets_are_stored_encrypted_and_every_dispatch_still_verifies(
-        jobwire: Any, handler: HandlerServer, db: Any) -> None:
-    key = Fernet.generate_key().decode()
-    plain_server = await jobwire()
+        own_database: OwnDatabase, handler: HandlerServer) -> None:
+    key, db = Fernet.generate_key().decode(), own_database.db
+    plain_server = await own_database.start()
     async with httpx.AsyncClient(base_url=plain_server.url, timeout=10) as api:
         before = (await register(api, "before", handler.url + "/before"))["secret"]  # stored plain
     await plain_server.stop()
 
-    server = await jobwire(secret_key=key)
+    server = await own_database.start(secret_key=key)  # its start-up encrypts `before`
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as api:
         after = (await register(api, "after", handler.url + "/after"))["secret"]
         rotated = (await add_secret(api, "before"))["secret"]
         stored = {r["secret"] for r in await sql(db, "SELECT secret FROM job_handler_secrets")}
-        assert before in stored  # a secret stored plain stays as it was, and readable
-        encrypted = stored - {before}
-        assert len(encrypted) == 2 and all(s.startswith("jwenc1:") for s in encrypted)
-        assert all(after not in s and rotated not in s for s in stored)
-        assert {SecretCipher(key).reveal(s) for s in encrypted} == {after, rotated}
+        assert len(stored) == 3 and all(s.startswith("jwenc1:") for s in stored)
+        assert all(plain not in s for s in stored for plain in (before, after, rotated))
+        assert {SecretCipher(key).reveal(s) for s in stored} == {before, after, rotated}
         legacy = await scalar(db, "SELECT secret FROM job_handlers WHERE name = 'after'")
-        assert legacy.startswith("jwenc1:")  # the column kept for older nodes holds no plain text either
+        assert legacy is None or legacy.startswith("jwenc1:")  # the deprecated column holds no plain text
         assert "whsec_" not in (await api.get("/v1/handlers")).text
 
         assert (await run_job(api, handler, "after"))["state"] == "SUCCEEDED"
@@ -146,12 +144,14 @@ async def test_with_a_secret_key_secrets_are_stored_encrypted_and_every_dispatch
 
 @pytest.mark.parametrize("node_key", [None, "another"], ids=["no-key", "another-key"])
 async def test_a_node_that_cannot_decrypt_a_secret_fails_the_attempt_saying_why(
-        jobwire: Any, handler: HandlerServer, db: Any, node_key: str | None) -> None:
-    server = await jobwire(**({"secret_key": Fernet.generate_key().decode()} if node_key else {}))
+        own_database: OwnDatabase, handler: HandlerServer, node_key: str | None) -> None:
+    # A secret sealed under another key after this node started (one it could not read at start-up
+    # would have kept it from starting: tests/runtime/test_secrets_at_rest.py).
+    server = await own_database.start(**({"secret_key": Fernet.generate_key().decode()} if node_key else {}))
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as api:
         await register(api, "h", handler.url + "/work")
         sealed = SecretCipher(Fernet.generate_key().decode()).seal(new_handler_secret())
-        await sql(db, "UPDATE job_handler_secrets SET secret = :s WHERE handler = 'h'", s=sealed)
+        await sql(own_database.db, "UPDATE job_handler_secrets SET secret = :s WHERE handler = 'h'", s=sealed)
         done = await run_job(api, handler, max_attempts=1)
     assert done["state"] == "DEAD_LETTER" and done["error_type"] == "handler_failed"
     assert "JOBWIRE_SECRET_KEY" in done["last_error"]

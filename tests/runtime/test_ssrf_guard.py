@@ -17,7 +17,7 @@ import pytest
 import trustme
 from aiohttp import web
 
-from app.domain.networks import parse_networks
+from app.domain.address_policy import parse_networks
 from app.delivery.transport import (
     AiohttpTransport,
     BlockedDestination,
@@ -171,6 +171,15 @@ async def test_a_name_resolving_to_loopback_is_refused_under_public_and_nothing_
     assert "JOBWIRE_HANDLER_NETWORKS=public" in message
 
 
+@pytest.mark.parametrize("answer", ["64:ff9b::7f00:1", "::ffff:0:7f00:1", "::7f00:1", "2002:7f00:1::"])
+async def test_a_name_resolving_to_an_ipv6_spelling_of_loopback_is_refused_under_public(make_transport, listen, answer):
+    peer = await listen()
+    names = Names({"handler.test": [answer]})
+    with pytest.raises(BlockedDestination, match=r"\(as 127\.0\.0\.1\) is loopback"):
+        await make_transport("public", names).post(peer.url("handler.test"), b"{}", {}, 5)
+    assert peer.connections == 0
+
+
 @pytest.mark.parametrize("networks", ["any", "private", "loopback", "127.0.0.0/8"])
 async def test_a_name_resolving_to_loopback_is_delivered_where_loopback_is_allowed(make_transport, listen, networks):
     peer = await listen()
@@ -215,6 +224,8 @@ async def test_a_kept_alive_connection_is_reused_without_resolving_again(make_tr
 @pytest.mark.parametrize(("networks", "host"), [
     ("public", "127.0.0.1"),
     ("public", "[::ffff:127.0.0.1]"),  # IPv4-mapped: judged as 127.0.0.1
+    ("public", "[::ffff:0:7f00:1]"),  # IPv4-translated (SIIT): judged as 127.0.0.1
+    ("any", "[2002:a9fe:a9fe::]"),  # 6to4 of 169.254.169.254, the cloud metadata address
     ("10.0.0.0/8", "127.0.0.1"),
     ("any", "0.0.0.0"),  # connecting to 0.0.0.0 reaches this host: never called
 ])

@@ -61,14 +61,18 @@ async def awaited(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 class Awaiting:
-    """Either client behind one face: every method is awaited (`invoke` is in_thread or awaited)."""
+    """Either client behind one face: every method is awaited (`invoke` is in_thread or awaited),
+    on the client and on its resources (`client.executions.get`)."""
 
     def __init__(self, sdk: Any, invoke: Callable[..., Awaitable[Any]]) -> None:
         self.sdk = sdk
         self._invoke = invoke
 
-    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
-        return functools.partial(self._invoke, getattr(self.sdk, name))
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self.sdk, name)
+        if callable(found):
+            return functools.partial(self._invoke, found)
+        return Awaiting(found, self._invoke)
 
 
 MakeClient = Callable[..., Any]

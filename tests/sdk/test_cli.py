@@ -416,3 +416,263 @@ async def test_a_file_that_cannot_be_read_is_one_line(cli: Callable[..., Awaitab
     assert done.status == 1
     [line] = done.err.splitlines()
     assert line.startswith("jobwire: No such file or directory: ") and "missing.jsonl" in line
+
+
+# --- what an operator does (issue 21, new-user item 5) ------------------------------------------
+
+async def test_global_options_go_before_or_after_the_command(cli: Callable[..., Awaitable[Done]],
+                                                            api: httpx.AsyncClient, server: RunningServer) -> None:
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    elsewhere = unreachable_url()
+    for args in (["--json", "--url", server.url, "handlers", "list"],
+                 ["handlers", "list", "--json", "--url", server.url],
+                 ["handlers", "--json", "list", f"--url={server.url}"],
+                 ["--url", elsewhere, "--timeout", "5", "handlers", "list", "--url", server.url, "--json"]):
+        done = await cli(*args)
+        assert done.status == 0, (args, done.err)
+        assert [h["name"] for h in done.json_lines()] == ["mailer"], args
+    shown = await jobwire_process("--url", server.url, "--json", "status", JOBWIRE_URL=elsewhere)
+    assert shown.status == 0 and "queues" in shown.json()
+
+
+async def test_a_bad_url_a_malformed_id_and_bad_json_are_each_one_line_and_a_usage_error(
+        cli: Callable[..., Awaitable[Done]]) -> None:
+    for args, said in ((["--url", "htp://example.com", "queues", "list"], "--url: Jobwire's URL is http(s)://"),
+                       (["queues", "list", "--url", "127.0.0.1:8000"], "--url: Jobwire's URL is http(s)://"),
+                       (["executions", "show", "not-an-id"], "argument EXECUTION_ID: not an execution id"),
+                       (["executions", "bulk-retry", "1234"], "argument ID: not an execution id"),
+                       (["api-keys", "delete", "x"], "argument KEY_ID: not an API key id"),
+                       (["jobs", "enqueue", "h", "--payload", "{not json"], "argument --payload: not JSON"),
+                       (["jobs", "enqueue", "h", "--payload", '{"amount": NaN}'], "NaN is not a JSON number"),
+                       (["jobs", "enqueue", "h", "--payload", "1e400"], "1e400 overflows a float")):
+        done = await jobwire_process(*args, JOBWIRE_URL=unreachable_url())
+        assert done.status == 2 and done.out == "", (args, done)
+        [line] = done.err.splitlines()
+        assert line.startswith("jobwire: ") and said in line, (args, line)
+
+
+@pytest.fixture
+async def not_jobwire() -> AsyncIterator[dict[str, str]]:
+    """A web server answering 404 with a page for every path, and TCP ports speaking other protocols:
+    one answers lines, one a line and hangs up."""
+    async def page(_: web.Request) -> web.Response:
+        return web.Response(status=404, text="<html><body><h1>Not Found</h1>\n</body></html>", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", page)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    web_port, chatty_port, curt_port = free_port(), free_port(), free_port()
+    await web.TCPSite(runner, "127.0.0.1", web_port).start()
+
+    def speaking(reply: bytes) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.read(65536)
+            writer.write(reply)
+            await writer.drain()
+            writer.close()
+        return answer
+
+    chatty = await asyncio.start_server(speaking(b"220 mail.example.com ESMTP\r\n500 what?\r\n\r\n"), "127.0.0.1",
+                                        chatty_port)
+    curt = await asyncio.start_server(speaking(b"-ERR unknown command 'GET'\r\n"), "127.0.0.1", curt_port)
+    yield {"web": f"http://127.0.0.1:{web_port}", "chatty": f"http://127.0.0.1:{chatty_port}",
+           "curt": f"http://127.0.0.1:{curt_port}"}
+    chatty.close()
+    curt.close()
+    await runner.cleanup()
+
+
+async def test_a_server_that_is_not_jobwire_is_one_plain_line(cli: Callable[..., Awaitable[Done]],
+                                                             not_jobwire: dict[str, str]) -> None:
+    for args in (["handlers", "list"], ["jobs", "enqueue", "h"], ["handlers", "put", "h", "http://127.0.0.1:9/"]):
+        page = await cli(*args, "--url", not_jobwire["web"])
+        [line] = page.err.splitlines()
+        assert page.status == 1 and line == (f"jobwire: {not_jobwire['web']} is not Jobwire, or not all of it: it "
+                                             "answered 404 Not Found without a problem document"), line
+    chatty = await cli("queues", "list", "--url", not_jobwire["chatty"])
+    [line] = chatty.err.splitlines()
+    assert chatty.status == 1 and line.startswith(f"jobwire: {not_jobwire['chatty']} is not Jobwire: it does not "
+                                                  "answer in HTTP"), line
+    curt = await cli("queues", "list", "--url", not_jobwire["curt"])
+    [line] = curt.err.splitlines()
+    assert curt.status == 1 and line.startswith(f"jobwire: {not_jobwire['curt']} hung up without an HTTP answer: "
+                                                "is it Jobwire's URL?"), line
+
+
+async def test_executions_delete_and_events(cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient,
+                                            server: RunningServer) -> None:
+    url = ("--url", server.url)
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    job = (await api.post("/v1/jobs", json={"handler": "mailer"})).json()
+    await api.post(f"/v1/executions/{job['id']}/cancel")
+    [event] = (await cli("executions", "events", job["id"], *url, "--json")).json_lines()
+    assert (event["type"], event["data"]["new_state"]) == ("execution.cancelled", "CANCELLED")
+    table = await cli("executions", "events", job["id"], *url)
+    assert "execution.cancelled" in table.out and "new_state" in table.out
+    deleted = await cli("executions", "delete", job["id"], *url)
+    assert deleted.status == 0 and deleted.out.strip() == f"deleted execution {job['id']}"
+    again = await cli("executions", "delete", job["id"], *url, "--json")
+    assert again.status == 1 and again.err.startswith("jobwire: 404 ")
+
+
+async def enqueued(api: httpx.AsyncClient, count: int, queue: str) -> list[str]:
+    return [(await api.post("/v1/jobs", json={"handler": "mailer", "queue": queue})).json()["id"]
+            for _ in range(count)]
+
+
+async def states(api: httpx.AsyncClient, ids: list[str]) -> list[str | None]:
+    found = []
+    for execution_id in ids:
+        response = await api.get(f"/v1/executions/{execution_id}")
+        found.append(response.json()["state"] if response.status_code == 200 else None)
+    return found
+
+
+async def test_bulk_commands_by_filter_repeat_while_more_and_report_totals(
+        cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient, server: RunningServer) -> None:
+    url = ("--url", server.url)
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    ids = await enqueued(api, 5, "bulk")
+    other = await enqueued(api, 1, "other")
+    cancelled = await cli("executions", "bulk-cancel", "--queue", "bulk", "--limit", "2", "--yes", *url, "--json")
+    assert cancelled.status == 0, cancelled.err
+    assert cancelled.json() == {"matched": 5, "changed": 5, "skipped": 0, "requests": 3, "complete": True}
+    assert await states(api, ids + other) == ["CANCELLED"] * 5 + ["ENQUEUED"]
+    retried = await cli("executions", "bulk-retry", "--queue", "bulk", "--state", "CANCELLED", "--yes", *url)
+    assert retried.out.strip() == "bulk-retry: 5 changed, 0 skipped of 5 matched (1 request)"
+    await cli("executions", "bulk-cancel", "--queue", "bulk", "--yes", *url)
+    deleted = await cli("executions", "bulk-delete", "--queue", "bulk", "--yes", "--limit", "4", *url, "--json")
+    assert deleted.json()["changed"] == 5 and deleted.json()["requests"] == 2
+    assert await states(api, ids) == [None] * 5
+
+
+async def test_bulk_commands_by_ids_act_on_those_without_asking(
+        cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient, server: RunningServer) -> None:
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    ids = await enqueued(api, 3, "named")
+    done = await cli("executions", "bulk-cancel", *ids[:2], "--url", server.url, "--json")
+    assert done.status == 0 and done.json()["changed"] == 2
+    assert await states(api, ids) == ["CANCELLED", "CANCELLED", "ENQUEUED"]
+
+
+class Terminal:
+    """stdin as a terminal on which the user answers `answer`."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+
+    def isatty(self) -> bool:
+        return True
+
+    def readline(self) -> str:
+        return self.answer
+
+
+async def test_a_bulk_command_by_filter_asks_on_a_terminal_and_refuses_off_one_without_yes(
+        cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient, server: RunningServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    ids = await enqueued(api, 2, "asked")
+    command = ("executions", "bulk-cancel", "--queue", "asked", "--url", server.url)
+    monkeypatch.setattr(sys, "stdin", Terminal("n\n"))
+    declined = await cli(*command)
+    assert declined.status == 1 and declined.err.endswith("Go on? [y/N] jobwire: not confirmed: nothing was done\n")
+    assert await states(api, ids) == ["ENQUEUED", "ENQUEUED"]
+    monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
+    confirmed = await cli(*command)
+    assert confirmed.status == 0 and "2 changed" in confirmed.out
+    assert await states(api, ids) == ["CANCELLED", "CANCELLED"]
+    scripted = await jobwire_process(*command)  # stdin is no terminal here
+    [line] = scripted.err.splitlines()
+    assert scripted.status == 2 and line.endswith("add --yes to confirm (stdin is not a terminal to ask on)")
+
+
+async def test_a_bulk_command_stops_when_a_request_makes_no_progress(cli: Callable[..., Awaitable[Done]]) -> None:
+    asked: list[Any] = []
+
+    async def stuck(request: web.Request) -> web.Response:
+        asked.append(await request.json())
+        return web.json_response({"matched": 3, "changed": 0, "more": True})  # the answer of a server that loops
+
+    app = web.Application()
+    app.router.add_post("/v1/executions/bulk-retry", stuck)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        done = await cli("executions", "bulk-retry", "--queue", "q", "--yes", "--url", f"http://127.0.0.1:{port}")
+    finally:
+        await runner.cleanup()
+    assert len(asked) == 1 and done.status == 1
+    assert done.err == "jobwire: bulk-retry: stopped: the last request changed nothing though more executions match\n"
+
+
+async def test_nodes_list(cli: Callable[..., Awaitable[Done]],
+                          jobwire: Callable[..., Awaitable[RunningServer]]) -> None:
+    running = await jobwire(node_name="listed")
+    [node] = (await cli("nodes", "list", "--url", running.url, "--json")).json_lines()
+    assert node["server_id"].startswith("listed-") and node["in_flight"] == 0
+    assert node["server_id"] in (await cli("nodes", "list", "--url", running.url)).out
+
+
+async def test_api_keys_create_list_delete(cli: Callable[..., Awaitable[Done]],
+                                           jobwire: Callable[..., Awaitable[RunningServer]]) -> None:
+    running = await jobwire(api_keys=["bootstrap"])
+    admin = ("--url", running.url, "--api-key", "bootstrap")
+    created = await cli("api-keys", "create", "reports", "--scope", "read", "--scope", "enqueue", "--queue", "r",
+                        *admin, "--json")
+    key = created.json()
+    assert created.status == 0 and key["key"] and (key["scopes"], key["queues"]) == (["read", "enqueue"], ["r"])
+    [listed] = (await cli("api-keys", "list", *admin, "--json")).json_lines()
+    assert listed["id"] == key["id"] and "key" not in listed
+    shown = await cli("api-keys", "create", "ops", "--scope", "operate", *admin)
+    assert shown.status == 0 and "the key is shown this once" in shown.err
+    reader = await cli("queues", "list", "--url", running.url, "--api-key", key["key"], "--json")
+    assert reader.status == 0
+    deleted = await cli("api-keys", "delete", key["id"], *admin)
+    assert deleted.status == 0 and deleted.out.strip() == f"deleted API key {key['id']}"
+    assert [k["name"] for k in (await cli("api-keys", "list", *admin, "--json")).json_lines()] == ["ops"]
+
+
+async def test_handler_secrets_are_added_and_deleted(cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient,
+                                                     server: RunningServer) -> None:
+    url = ("--url", server.url)
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    added = await cli("handlers", "add-secret", "mailer", "--expire-others-after", "60", *url, "--json")
+    secret = added.json()
+    assert added.status == 0 and secret["secret"].startswith("whsec_")
+    spare = await cli("handlers", "add-secret", "mailer", *url)
+    assert spare.status == 0 and "the signing secret is shown this once" in spare.err and "whsec_" in spare.out
+    deleted = await cli("handlers", "delete-secret", "mailer", secret["id"], *url)
+    assert deleted.status == 0 and deleted.out.strip() == f"deleted secret {secret['id']} of handler mailer"
+
+
+async def test_a_file_enqueued_again_after_a_fix_creates_only_what_is_new(
+        cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient, server: RunningServer, tmp_path: Path) -> None:
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    jobs = tmp_path / "jobs.jsonl"
+    lines = ['{"payload": {"to": "a"}}',
+             '{"payload": {"to": "a"}}',  # identical: a second job
+             '{"payload": {"to": "b"}, "priority": "high"}',  # refused: priority is an integer
+             '{"payload": {"to": "c"}, "idempotency_key": "own-key"}']
+    jobs.write_text("\n".join(lines) + "\n")
+    first = await cli("jobs", "enqueue", "mailer", "--from", str(jobs), "--url", server.url, "--json")
+    assert first.status == 1 and first.json() == {"created": 3, "existing": 0, "failed": 1, "complete": True}
+
+    lines[2] = '{"priority": 3, "payload": {"to": "b"}}'  # mended (its keys in another order, too)
+    jobs.write_text("\n".join(lines) + "\n")
+    again = await cli("jobs", "enqueue", "mailer", "--from", str(jobs), "--url", server.url, "--json")
+    assert again.status == 0 and again.json() == {"created": 1, "existing": 3, "failed": 0, "complete": True}
+    listed = (await api.get("/v1/executions")).json()["items"]
+    assert sorted(e["payload"]["to"] for e in listed) == ["a", "a", "b", "c"]
+    own = await api.post("/v1/jobs", json={"handler": "mailer", "payload": {"to": "c"}, "idempotency_key": "own-key"})
+    assert own.status_code == 200  # the line's own key was the one used
+
+    # Another handler for the same file: other jobs, not a clash of keys.
+    await register(api, "sms", "http://127.0.0.1:9/sms")
+    lines[3] = '{"payload": {"to": "c"}}'
+    jobs.write_text("\n".join(lines) + "\n")
+    other = await cli("jobs", "enqueue", "sms", "--from", str(jobs), "--url", server.url, "--json")
+    assert other.json() == {"created": 4, "existing": 0, "failed": 0, "complete": True}

@@ -8,7 +8,9 @@ requests still go to Jobwire, and Jobwire's answers decide."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -78,9 +80,10 @@ class Callbacks:
 class Toolkit:
     """Deploys handlers written on the toolkit beside a running Jobwire, and enqueues to them."""
 
-    def __init__(self, api: httpx.AsyncClient, stack: AsyncExitStack) -> None:
+    def __init__(self, api: httpx.AsyncClient, stack: AsyncExitStack, server: RunningServer) -> None:
         self.api = api
         self.stack = stack
+        self.server = server  # the Jobwire node the handlers call back
 
     async def register(self, name: str, **registration: Any) -> tuple[int, str]:
         """Registers handler `name` at a free port's URL; (the port, its secret)."""
@@ -135,14 +138,18 @@ async def toolkit(jobwire: Callable[..., Awaitable[RunningServer]]) -> AsyncIter
     # abandoned within the test, not 30 s later.
     server = await jobwire(scan_interval=0.2)
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as api, AsyncExitStack() as stack:
-        yield Toolkit(api, stack)
+        yield Toolkit(api, stack, server)
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
+async def eventually(check: Callable[[], Awaitable[bool] | bool], timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
-    while not await check():
+    while not await _value(check()):
         assert time.monotonic() < deadline, "the condition did not come true in time"
         await asyncio.sleep(0.02)
+
+
+async def _value(result: Awaitable[bool] | bool) -> bool:
+    return await result if inspect.isawaitable(result) else result
 
 
 # -- answering -------------------------------------------------------------------------------
@@ -211,26 +218,45 @@ async def test_an_exception_fails_the_attempt_and_the_next_attempt_runs(toolkit:
     assert done["result"] == {"attempt": 1}
     failed, succeeded = await toolkit.attempts(execution_id)
     assert failed["state"] == "FAILED" and succeeded["state"] == "SUCCEEDED"
-    assert "ValueError: the upstream API timed out" in failed["error"]
-    if sync_window:
-        assert failed["http_status"] == 500 and failed["error_type"] == "http_status"
-    else:
-        assert failed["http_status"] is None and failed["error_type"] == "ValueError"
+    assert (failed["error_type"], failed["error"]) == ("ValueError", "the upstream API timed out")
+    assert failed["http_status"] == (500 if sync_window else None)  # None: reported by the completion
 
 
-async def test_permanent_dead_letters_the_execution_after_one_attempt(toolkit: Toolkit) -> None:
+async def test_an_exception_is_recorded_alike_in_the_reply_and_after_a_202(toolkit: Toolkit) -> None:
+    class CardDeclined(Exception):
+        pass
+
+    async def handle(job: Job, ctx: Context) -> Any:
+        raise CardDeclined(f"card ending {job.payload['card']} was declined")
+
+    in_reply, _ = await toolkit.deploy("charge-now", handle, sync_window=10.0)
+    by_callback, _ = await toolkit.deploy("charge-later", handle, sync_window=0.0)
+    now = await toolkit.enqueue("charge-now", {"card": "4242"}, max_attempts=1)
+    later = await toolkit.enqueue("charge-later", {"card": "4242"}, max_attempts=1)
+
+    ended = [await wait_for_state(toolkit.api, execution_id, "DEAD_LETTER") for execution_id in (now, later)]
+
+    assert [(e["error_type"], e["last_error"]) for e in ended] == [
+        ("CardDeclined", "card ending 4242 was declined")] * 2
+    assert in_reply.bodies("complete") == []  # the reply's body said it
+    assert by_callback.bodies("complete") == [{"outcome": "failed", "retryable": True, "error": {
+        "message": "card ending 4242 was declined", "type": "CardDeclined"}}]
+
+
+@pytest.mark.parametrize("sync_window", [10.0, 0.0], ids=["in-the-reply", "by-callback"])
+async def test_permanent_dead_letters_the_execution_after_one_attempt(toolkit: Toolkit, sync_window: float) -> None:
     async def handle(job: Job, ctx: Context) -> Any:
         raise Permanent("the payload names no customer")
 
-    seen, _ = await toolkit.deploy("strict", handle)  # sync window 10 s: answered 202 all the same
+    seen, _ = await toolkit.deploy("strict", handle, sync_window=sync_window)
     execution_id = await toolkit.enqueue("strict", max_attempts=5)
 
     done = await wait_for_state(toolkit.api, execution_id, "DEAD_LETTER")
     assert done["attempt"] == 0 and done["last_error"] == "the payload names no customer"
     [attempt] = await toolkit.attempts(execution_id)
     assert attempt["state"] == "FAILED" and attempt["error_type"] == "Permanent"
-    assert seen.bodies("complete") == [{"outcome": "failed", "retryable": False,
-                                        "error": {"message": "the payload names no customer", "type": "Permanent"}}]
+    assert seen.bodies("complete") == ([] if sync_window else [{"outcome": "failed", "retryable": False, "error": {
+        "message": "the payload names no customer", "type": "Permanent"}}])
 
 
 # -- signatures --------------------------------------------------------------------------------
@@ -256,17 +282,20 @@ SECRET_A = "whsec_" + "c2VjcmV0LWEtZm9yLXRoZS10b29sa2l0LXRlc3RzLi4="
 SECRET_B = "whsec_" + "c2VjcmV0LWItZm9yLXRoZS10b29sa2l0LXRlc3RzLi4="
 
 
-def forged(secret: str, *, age: float = 0.0, body: bytes | None = None) -> tuple[bytes, dict[str, str]]:
-    """A dispatch signed by the standardwebhooks package, `age` seconds ago. Its callback URL
-    goes nowhere: a handler that reports nothing makes no callback."""
-    body = body or json.dumps({"execution_id": "0f8fad5b-d9cb-469f-a165-70867728950e", "attempt": 0,
+def forged(*secrets: str, age: float = 0.0, attempt: int = 0, body: bytes | None = None,
+           ) -> tuple[bytes, dict[str, str]]:
+    """A dispatch of `attempt` signed by the standardwebhooks package with each of `secrets`,
+    `age` seconds ago. Its callback URL goes nowhere: a handler that reports nothing makes no
+    callback."""
+    body = body or json.dumps({"execution_id": "0f8fad5b-d9cb-469f-a165-70867728950e", "attempt": attempt,
                                "payload": {"n": 1}, "callback": {"url": "http://127.0.0.1:9/v1/executions/x",
-                                                                 "token": "0.x"}}).encode()
+                                                                 "token": f"{attempt}.x"}}).encode()
     signed_at = datetime.fromtimestamp(time.time() - age, UTC)
     msg_id = "0f8fad5b-d9cb-469f-a165-70867728950e"
     return body, {"webhook-id": msg_id, "webhook-timestamp": str(int(signed_at.timestamp())),
-                  "webhook-signature": Webhook(secret).sign(msg_id, signed_at, body.decode()),
-                  "content-type": "application/json"}
+                  "webhook-signature": " ".join(Webhook(secret).sign(msg_id, signed_at, body.decode())
+                                                for secret in secrets),
+                  "jobwire-attempt": str(attempt), "content-type": "application/json"}
 
 
 @pytest.fixture
@@ -308,12 +337,55 @@ async def test_a_request_jobwire_did_not_just_sign_is_refused_with_401(
 async def test_either_secret_of_a_rotation_verifies(forgery_target: tuple[str, list[Job]]) -> None:
     url, calls = forgery_target
     async with httpx.AsyncClient() as http:
-        for secret in (SECRET_A, SECRET_B):
-            body, headers = forged(secret)
+        for attempt, secret in enumerate((SECRET_A, SECRET_B)):
+            body, headers = forged(secret, attempt=attempt)
             response = await http.post(url, content=body, headers=headers)
             assert response.status_code == 200, response.text
             assert response.json() == {"result": {"n": 1}}
     assert len(calls) == 2
+
+
+async def test_an_exact_replay_within_the_tolerance_is_refused_and_never_runs_the_handler(
+        forgery_target: tuple[str, list[Job]]) -> None:
+    url, calls = forgery_target
+    body, headers = forged(SECRET_A)
+    async with httpx.AsyncClient() as http:
+        first = await http.post(url, content=body, headers=headers)
+        replays = [await http.post(url, content=body, headers=headers) for _ in range(3)]
+
+    assert first.status_code == 200 and first.json() == {"result": {"n": 1}}, first.text
+    for replay in replays:
+        assert replay.status_code == 401 and replay.headers["content-type"] == "application/problem+json"
+        assert "a replay" in replay.json()["detail"]
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("signatures", ["the-other-one-alone", "with-one-more", "reordered"])
+async def test_a_replay_with_its_signature_header_rewritten_is_still_a_replay(
+        forgery_target: tuple[str, list[Job]], signatures: str) -> None:
+    url, calls = forgery_target
+    body, headers = forged(SECRET_A, SECRET_B)  # signed during a rotation: one signature per secret
+    signed_by_a, signed_by_b = headers["webhook-signature"].split()
+    rewritten = {"the-other-one-alone": signed_by_b, "with-one-more": f"{signed_by_a} {signed_by_b} v1,AAAA",
+                 "reordered": f"{signed_by_b} {signed_by_a}"}[signatures]
+    async with httpx.AsyncClient() as http:
+        first = await http.post(url, content=body, headers=headers)
+        replay = await http.post(url, content=body, headers={**headers, "webhook-signature": rewritten})
+
+    assert first.status_code == 200, first.text
+    assert replay.status_code == 401 and "a replay" in replay.json()["detail"], replay.text
+    assert len(calls) == 1
+
+
+async def test_a_new_attempt_of_the_same_execution_is_not_a_replay(forgery_target: tuple[str, list[Job]]) -> None:
+    url, calls = forgery_target
+    async with httpx.AsyncClient() as http:
+        # The same webhook-id (the execution), most often the same second too: another attempt's body.
+        for attempt in (0, 1):
+            body, headers = forged(SECRET_A, attempt=attempt)
+            response = await http.post(url, content=body, headers=headers)
+            assert response.status_code == 200, response.text
+    assert [job.attempt for job in calls] == [0, 1]
 
 
 async def test_a_handler_holding_old_and_new_secret_takes_jobwire_dispatches_through_a_rotation(
@@ -357,7 +429,7 @@ async def test_progress_shows_on_the_execution_while_the_handler_works(toolkit: 
 
     async def progress_shown() -> bool:
         body = (await toolkit.api.get(f"/v1/executions/{execution_id}")).json()
-        return bool(body["progress"]["total"] == 200)
+        return body["progress"] is not None and body["progress"]["total"] == 200
 
     await eventually(progress_shown)
     running = (await toolkit.api.get(f"/v1/executions/{execution_id}")).json()
@@ -431,6 +503,85 @@ async def test_a_step_recorded_by_a_failed_attempt_is_replayed_not_run_again(too
     assert [(name, status) for name, status in seen.answered if name == "charge-card"] == [
         ("charge-card", 404), ("charge-card", 201),  # attempt 0: not recorded yet, so run and record
         ("charge-card", 200)]  # attempt 1: recorded, so no PUT and no charge
+
+
+# -- outages of Jobwire ------------------------------------------------------------------------
+
+
+async def accepted(toolkit: Toolkit, execution_id: str) -> bool:
+    """Answered 202 and let go by the node: only the handler's callbacks can end it now."""
+    body = (await toolkit.api.get(f"/v1/executions/{execution_id}")).json()
+    return bool(body["state"] == "PROCESSING" and body["locked_by"] is None)
+
+
+def unanswered(seen: Callbacks, callback: str) -> int:
+    """Tries of `callback` that got no answer (the connection was refused)."""
+    return (sum(1 for name, _ in seen.sent if name == callback)
+            - sum(1 for name, _ in seen.answered if name == callback))
+
+
+async def test_a_202_job_survives_a_restart_of_jobwire_while_its_handler_finishes(
+        toolkit: Toolkit, jobwire: Callable[..., Awaitable[RunningServer]]) -> None:
+    release = asyncio.Event()
+    charges: list[str] = []
+
+    async def charge(execution_id: str) -> dict[str, Any]:
+        charges.append(execution_id)
+        return {"charge": f"ch_{len(charges)}"}
+
+    async def handle(job: Job, ctx: Context) -> Any:
+        await release.wait()
+        # About to complete when Jobwire is away: a step, a log line, then the outcome.
+        charged = await ctx.run_step_once("charge-card", lambda: charge(job.execution_id))
+        ctx.log("INFO", "charged")
+        return {"charged": charged}
+
+    seen, _ = await toolkit.deploy("restarted", handle, sync_window=0.05, registration={"timeout_seconds": 60})
+    execution_id = await toolkit.enqueue("restarted", max_attempts=3)
+    await eventually(lambda: accepted(toolkit, execution_id))
+
+    await toolkit.server.stop()
+    release.set()
+    await eventually(lambda: unanswered(seen, "charge-card") >= 2)  # asked, and asked again
+    await jobwire(port=toolkit.server.settings.port, scan_interval=0.2)  # the same port and database
+
+    done = await wait_for_state(toolkit.api, execution_id, {"SUCCEEDED", "DEAD_LETTER"}, timeout=30)
+    assert done["state"] == "SUCCEEDED" and done["result"] == {"charged": {"charge": "ch_1"}}
+    assert [a["state"] for a in await toolkit.attempts(execution_id)] == ["SUCCEEDED"]  # one attempt
+    assert charges == [execution_id]  # the work ran once
+    assert [status for name, status in seen.answered if name == "complete"] == [200]
+    assert [entry["message"] for entry in await toolkit.logs(execution_id)] == ["charged"]
+
+
+async def test_callbacks_retry_until_the_deadline_with_a_warning_each_then_one_error_and_stop(
+        toolkit: Toolkit, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="jobwire.handler")
+    release = asyncio.Event()
+
+    async def handle(job: Job, ctx: Context) -> Any:
+        await release.wait()
+        return {"never": "delivered"}
+
+    seen, _ = await toolkit.deploy("orphaned", handle, sync_window=0.05, registration={"timeout_seconds": 1})
+    execution_id = await toolkit.enqueue("orphaned", max_attempts=1)
+    await eventually(lambda: accepted(toolkit, execution_id))
+
+    await toolkit.server.stop()  # and never back
+    release.set()
+
+    def gave_up(callback: str) -> list[logging.LogRecord]:
+        return [r for r in caplog.records if r.name == "jobwire.handler" and r.levelno == logging.ERROR
+                and f"POST /{callback} not delivered" in r.getMessage()]
+
+    await eventually(lambda: bool(gave_up("complete")))
+    tries = sum(1 for name, _ in seen.sent if name == "complete")
+    ours = [r for r in caplog.records if r.name == "jobwire.handler" and r.levelno >= logging.WARNING]
+    assert all(r.exc_info is None for r in ours)  # no traceback
+    retried = [r for r in ours if r.levelno == logging.WARNING and "POST /complete failed" in r.getMessage()]
+    assert len(gave_up("complete")) == 1 and len(retried) == tries - 1  # a WARNING per retry, one ERROR
+    assert {r.levelno for r in ours} <= {logging.WARNING, logging.ERROR}
+    errors = [r.getMessage().split(" not delivered")[0] for r in ours if r.levelno == logging.ERROR]
+    assert len(errors) == len(set(errors))  # one ERROR for each callback that gave up (a heartbeat, too)
 
 
 # -- cancellation ------------------------------------------------------------------------------

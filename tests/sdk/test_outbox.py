@@ -119,7 +119,7 @@ async def test_a_committed_job_is_run_by_the_server(orders, in_transaction, sdk)
     job = await in_transaction(work)
     assert isinstance(job.id, UUID) and job.created and job.ord == 0 and job.state == "ENQUEUED"
     assert job.job_id == str(job.id) and job.scheduled_at.tzinfo is not None
-    done = await sdk.wait(job.id, timeout=10)
+    done = await sdk.executions.wait(job.id, timeout=10)
     assert done.state == "SUCCEEDED" and done.result == {"order": 42}
 
 
@@ -130,9 +130,9 @@ async def test_a_rolled_back_job_never_existed(orders, in_transaction, sdk):
 
     job = await in_transaction(work, commit=False)
     with pytest.raises(ProblemError) as missing:
-        await sdk.get(job.id)
+        await sdk.executions.get(job.id)
     assert missing.value.status == 404
-    assert [e async for e in sdk.list(queue="rolled-back")] == []
+    assert [e async for e in sdk.executions.list(queue="rolled-back")] == []
 
 
 async def test_enqueue_many_keeps_the_order_and_a_repeated_key_returns_the_first_execution(
@@ -151,7 +151,7 @@ async def test_enqueue_many_keeps_the_order_and_a_repeated_key_returns_the_first
     later, once, again = await in_transaction(work)
     assert (later.ord, once.ord, again.ord) == (0, 1, 0)
     assert later.job_id == "later" and abs(later.scheduled_at - run_at) < timedelta(milliseconds=1)
-    assert (await sdk.get(later.id)).payload == {"ref": str(ref)}
+    assert (await sdk.executions.get(later.id)).payload == {"ref": str(ref)}
     assert again.id == once.id and again.created is False
 
 

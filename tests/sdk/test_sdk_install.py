@@ -1,8 +1,9 @@
 """`pip install ./sdk/python` in a fresh venv gives a working client, toolkit and CLI without
 the service: no FastAPI, SQLAlchemy, alembic or `app`; JobwireClient runs a job on a live
 Jobwire, the toolkit builds its ASGI app, and the `jobwire` command lists that job (and has no
-`serve`: that is the service's). Slow (it installs from PyPI), so it runs once in CI with the
-multi-process tests."""
+`serve`: that is the service's); the installed package is typed (py.typed). Slow (it installs from
+PyPI), so it runs once in CI with the multi-process tests; tests/sdk/test_sdk_wheel.py checks what
+the wheel ships on every run."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 SDK = Path(__file__).resolve().parents[2] / "sdk" / "python"
 
 CHECK = r"""
-import importlib, importlib.metadata, json, sys
+import importlib, importlib.metadata, importlib.resources, json, sys
 import jobwire, jobwire.outbox, jobwire.handler
 
 async def handle(job, ctx):
@@ -36,12 +37,12 @@ for service in ("fastapi", "sqlalchemy", "alembic", "app", "asyncpg", "uvicorn")
         continue
     raise SystemExit(f"{service} is importable")
 requires = importlib.metadata.requires("jobwire-sdk")
-assert sorted(r.split(">")[0].split("[")[0] for r in requires if "extra ==" not in r) == [
-    "httpx", "rich", "standardwebhooks"], requires
+assert sorted(r.split(">")[0].split("[")[0] for r in requires if "extra ==" not in r) == ["httpx", "rich"], requires
+assert (importlib.resources.files("jobwire") / "py.typed").is_file()
 
 with jobwire.JobwireClient(sys.argv[1]) as client:
-    execution = client.enqueue("echo", {"from": "a fresh venv"})
-    done = client.wait(execution.id, timeout=30)
+    execution = client.jobs.enqueue("echo", {"from": "a fresh venv"})
+    done = client.executions.wait(execution.id, timeout=30)
 print(json.dumps({"state": done.state, "result": done.result, "version": jobwire.__version__}))
 """
 

@@ -1,10 +1,11 @@
-"""Handler secrets at rest: encrypted under JOBWIRE_SECRET_KEY (jwenc1:<Fernet token>) or plain
-(whsec_…), both read; decrypted once per stored text; the key's format checked at start-up."""
+"""Secrets at rest: encrypted under JOBWIRE_SECRET_KEY (jwenc1:<Fernet token>) or plain (whsec_…),
+both read; decrypted once per stored text; keys listed newest first rotate; the key's format
+checked at start-up."""
 
 from __future__ import annotations
 
 import pytest
-from cryptography.fernet import Fernet
+from cryptography.fernet import Fernet, MultiFernet
 from pydantic import ValidationError
 
 from app.config import Settings
@@ -50,15 +51,44 @@ def test_a_stored_secret_is_decrypted_once_then_served_from_the_cache(monkeypatc
     secret = new_handler_secret()
     stored = cipher.seal(secret)
     calls = []
-    real = Fernet.decrypt
+    real = MultiFernet.decrypt
 
-    def counting(self: Fernet, token: bytes, ttl: int | None = None) -> bytes:
+    def counting(self: MultiFernet, token: bytes, ttl: int | None = None) -> bytes:
         calls.append(token)
         return real(self, token, ttl)
 
-    monkeypatch.setattr(Fernet, "decrypt", counting)
+    monkeypatch.setattr(MultiFernet, "decrypt", counting)
     assert [cipher.reveal(stored) for _ in range(1000)] == [secret] * 1000
     assert len(calls) == 1
+
+
+def test_a_stored_form_is_current_when_it_is_what_seal_makes_now() -> None:
+    key, secret = Fernet.generate_key().decode(), new_handler_secret()
+    assert PLAIN.is_current(secret) and not PLAIN.is_current(SecretCipher(key).seal(secret))
+    assert SecretCipher(key).is_current(SecretCipher(key).seal(secret))
+    assert not SecretCipher(key).is_current(secret)  # plain: to be encrypted
+    assert not SecretCipher(key).is_current(SecretCipher(Fernet.generate_key().decode()).seal(secret))
+
+
+def test_keys_listed_newest_first_seal_with_the_first_and_read_with_any() -> None:
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    secret = new_handler_secret()
+    under_old = SecretCipher(old).seal(secret)
+    rotating = SecretCipher(f"{new}, {old}")
+    assert rotating.reveal(under_old) == secret and not rotating.is_current(under_old)
+    under_new = rotating.seal(secret)
+    assert rotating.is_current(under_new) and SecretCipher(new).reveal(under_new) == secret
+    assert SecretCipher([new, old]).reveal(under_new) == secret
+    with pytest.raises(UnreadableSecret, match="another key"):
+        SecretCipher(old).reveal(under_new)
+
+
+def test_an_unreadable_secret_is_named_as_the_caller_says() -> None:
+    stored = SecretCipher(Fernet.generate_key().decode()).seal("k")
+    with pytest.raises(UnreadableSecret, match=r"^the callback-token server key is stored encrypted and "):
+        PLAIN.reveal(stored, "the callback-token server key")
+    with pytest.raises(UnreadableSecret, match=r"^the handler's signing secret cannot be decrypted "):
+        SecretCipher(Fernet.generate_key().decode()).reveal(stored)
 
 
 def test_the_secret_key_setting_takes_a_fernet_key_and_hides_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -68,6 +98,9 @@ def test_the_secret_key_setting_takes_a_fernet_key_and_hides_it(monkeypatch: pyt
     assert settings.secret_key is not None and settings.secret_key.get_secret_value() == key
     assert key not in repr(settings)
     assert Settings().secret_key is None and Settings(secret_key="").secret_key is None
+    other = Fernet.generate_key().decode()
+    listed = Settings(secret_key=f" {key} , {other}")
+    assert listed.secret_key is not None and listed.secret_key.get_secret_value() == f"{key},{other}"
 
 
 @pytest.mark.parametrize("bad", [
@@ -76,6 +109,8 @@ def test_the_secret_key_setting_takes_a_fernet_key_and_hides_it(monkeypatch: pyt
     pytest.param(Fernet.generate_key().decode()[:-4], id="truncated"),
     pytest.param("+" * 43 + "=", id="standard-base64"),
     pytest.param("é" * 44, id="not-ascii"),
+    pytest.param(Fernet.generate_key().decode() + ",hunter2", id="a-bad-key-in-a-list"),
+    pytest.param(Fernet.generate_key().decode() + ",", id="an-empty-key-in-a-list"),
 ])
 def test_a_secret_key_that_is_no_fernet_key_is_refused_at_start_up_saying_how_to_make_one(bad: str) -> None:
     with pytest.raises(ValidationError) as info:

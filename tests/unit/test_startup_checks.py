@@ -38,13 +38,17 @@ def test_settings_client_variables_and_the_test_suites_are_not_unknown() -> None
     assert unknown_variables(environ) == []
 
 
-def test_the_clients_api_key_without_server_keys_refuses_an_open_server() -> None:
+def test_the_clients_api_key_is_refused_only_by_a_server_that_takes_no_key() -> None:
+    client_key = {"JOBWIRE_API_KEY": "secret"}
     open_server = Settings(api_keys=[])
-    refusal = client_key_refusal({"JOBWIRE_API_KEY": "secret"}, open_server)
+    refusal = client_key_refusal(client_key, open_server, database_keys=False)
     assert refusal and "client's variable" in refusal and "JOBWIRE_API_KEYS" in refusal
-    assert client_key_refusal({"JOBWIRE_API_KEY": "secret"}, Settings(api_keys=["secret"])) is None
-    assert client_key_refusal({"JOBWIRE_API_KEY": ""}, open_server) is None
-    assert client_key_refusal({}, open_server) is None
+    assert "its database holds none" in refusal  # true of this server: no bootstrap key, no stored key
+    # Closed by keys stored in its database (POST /v1/api-keys), or by bootstrap keys: it starts.
+    assert client_key_refusal(client_key, open_server, database_keys=True) is None
+    assert client_key_refusal(client_key, Settings(api_keys=["secret"]), database_keys=False) is None
+    assert client_key_refusal({"JOBWIRE_API_KEY": ""}, open_server, database_keys=False) is None
+    assert client_key_refusal({}, open_server, database_keys=False) is None
 
 
 @pytest.mark.parametrize(("url", "message"), [

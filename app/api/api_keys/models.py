@@ -14,8 +14,9 @@ ScopeName = Literal["read", "enqueue", "operate", "admin"]
 SCOPES_DOC = ("`read`: every GET but the keys; `enqueue`: POST /v1/jobs and /v1/jobs/batch; `operate`: read, plus "
               "cancel, retry and delete of executions, the bulk actions, pause and resume; `admin`: everything "
               "(handlers and their secrets, schedules and trigger, keys)")
-QUEUES_DOC = ("the queues the key is limited to: other queues' executions are 404 to it, a bulk filter is narrowed "
-              "to them, an enqueue or a pause elsewhere is 403; null: every queue")
+QUEUES_DOC = ("the queues the key is limited to: other queues' executions and schedules are 404 to it and left out "
+              "of its listings, a bulk filter is narrowed to them, an enqueue, a pause or a schedule elsewhere is "
+              "403; handlers and nodes are global; null: every queue")
 
 
 class ApiKeyIn(StrictModel):

@@ -36,7 +36,8 @@ async def list_api_keys(request: Request) -> Response:
 @router.delete("/{key_id}", operation_id="deleteApiKey", status_code=204, responses=problems(404, 409))
 @requires(Scope.ADMIN)
 async def delete_api_key(key_id: UUID, request: Request) -> Response:
-    """Revoke a key: refused on this node at once, on every node within 2 s. 409 when it is the last
-    database key and no bootstrap key is configured: deleting it would open the API."""
+    """Revoke a key: refused on this node at once, on every node within 2 s. 409 while no bootstrap key
+    (JOBWIRE_API_KEYS) is configured, when it is the last database key (deleting it would open the
+    API) or the last one with scope `admin` (no key could manage keys, handlers or schedules)."""
     await key_service(request).delete(key_id)
     return Response(status_code=204)

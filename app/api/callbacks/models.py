@@ -10,11 +10,12 @@ from pydantic import AwareDatetime, Field, Strict, StringConstraints, field_vali
 from app.api.fields import ResponseModel, StrictModel, rfc3339_text, within_utc_years
 from app.domain.logs import MAX_ENTRIES_PER_CALL
 from app.domain.states import ABANDONED_ERROR_PREFIX
+from app.domain.failure_reply import MAX_ERROR_TYPE_CHARS
 
 
 class CompletionError(StrictModel):
     message: Annotated[str, Strict()] = ""
-    type: Annotated[str, Strict(), StringConstraints(max_length=100)] | None = Field(
+    type: Annotated[str, Strict(), StringConstraints(max_length=MAX_ERROR_TYPE_CHARS)] | None = Field(
         None, description="the attempt's error_type (default `handler_failed`). Types beginning with "
                           "`abandoned_` are Jobwire's own (an attempt it abandoned, which a late success may "
                           "still win over) and are refused with 422")

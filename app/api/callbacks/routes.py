@@ -78,7 +78,8 @@ async def logs(execution_id: UUID, body: LogsIn, request: Request) -> Response:
     kept as sent except: null → `<null>`; C0 control characters other than \\n \\r \\t removed;
     then over 8192 code points → the first 8192 and `…[truncated N chars]` (N code points removed).
     `logged_at` defaults to the time Jobwire stores the entry. Accepted in any state of the
-    execution (a handler may flush its logs after completing), from the current attempt only."""
+    execution (a handler may flush its logs after completing), from the current attempt only; 404
+    once the execution is deleted (also when its delete commits during this call: nothing stored)."""
     s = services_of(request)
     entries = [LogEntry(LogLevel(e.level), normalize_message(e.message), e.logged_at) for e in body.entries]
     stored = await s.callbacks.append_logs(execution_id, bearer_token(request), entries)
@@ -108,7 +109,8 @@ async def get_step(execution_id: UUID, name: StepName, request: Request) -> Resp
             responses={200: {"model": StepOut, "description": "recorded before: the first result, kept"}})
 async def put_step(execution_id: UUID, name: StepName, body: StepIn, request: Request) -> Response:
     """Run-step-once: record a step's result. The first record answers 201; any later one (from
-    this or a later attempt) answers 200 with the first result, which is kept."""
+    this or a later attempt) answers 200 with the first result, which is kept. 404 once the
+    execution is deleted (also when its delete commits during this call: nothing stored)."""
     s = services_of(request)
     step, created = await s.callbacks.record_step(execution_id, bearer_token(request), name, body.result)
     return FastJSON(_step_view(step), status_code=201 if created else 200)

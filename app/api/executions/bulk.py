@@ -24,7 +24,8 @@ router = APIRouter(prefix="/v1/executions", tags=["executions"], route_class=Man
 
 class BulkSelectionIn(StrictModel):
     """Which executions: every filter given must match, and at least one is required. Only those
-    in a state the action changes are selected, oldest first, at most `limit`."""
+    the action can change are selected (in a state it changes; for a retry, of a handler still
+    registered), oldest first, at most `limit`."""
 
     state: StateName | None = Field(None, description="one state; it must be one the action changes")
     queue: Name | None = None
@@ -47,15 +48,20 @@ class BulkSelectionIn(StrictModel):
 
 
 class BulkResultOut(ResponseModel):
-    matched: int = Field(description="executions selected: matching the filters, in a state the action changes, "
+    """Repeat the request while `more` is true: each call selects only executions the action can
+    change, so the repetition ends."""
+
+    matched: int = Field(description="executions selected: matching the filters, ones the action can change, "
                                      "at most `limit`")
-    changed: int = Field(description="of those, the ones the action changed (a row that moved meanwhile is "
-                                     "skipped)")
+    changed: int = Field(description="of those, the ones the action changed")
+    skipped: int = Field(description="of those, the ones it did not change (`matched - changed`): they left the "
+                                     "selection meanwhile (finished, claimed, changed by someone else; for a retry, "
+                                     "their handler deleted)")
     more: bool = Field(description="further executions match beyond `limit`: send the request again")
 
 
 def _view(result: BulkResult) -> dict[str, object]:
-    return {"matched": result.matched, "changed": result.changed, "more": result.more}
+    return {"matched": result.matched, "changed": result.changed, "skipped": result.skipped, "more": result.more}
 
 
 async def _apply(request: Request, action: BulkAction, body: BulkSelectionIn) -> Response:
@@ -78,7 +84,8 @@ async def delete_execution(execution_id: UUID, request: Request) -> Response:
 @requires(Scope.OPERATE)
 async def bulk_retry(body: BulkSelectionIn, request: Request) -> Response:
     """DEAD_LETTER and CANCELLED executions → ENQUEUED now, each as a new attempt (as `/retry`);
-    those whose handler is no longer registered are skipped."""
+    those whose handler is no longer registered are not selected (one deleted meanwhile is
+    `skipped`)."""
     return await _apply(request, BulkAction.RETRY, body)
 
 

@@ -21,11 +21,14 @@ EventTypeName = Literal[tuple(t.value for t in EventType)]  # type: ignore[valid
 
 
 class ProgressOut(ResponseModel):
+    """The handler's last progress report (POST {callback.url}/progress); fields it never sent are 0
+    (counts) or null (status)."""
+
     total: int
     succeeded: int
     failed: int
     status: str | None
-    percentage: int
+    percentage: int = Field(description="floor((succeeded + failed) * 100 / total); 0 while total is 0")
 
 
 class ExecutionOut(ResponseModel):
@@ -45,7 +48,8 @@ class ExecutionOut(ResponseModel):
     metadata: Any = Field(description="as enqueued (a JSON object, or null), with `context.traceparent` when a "
                                       "trace context came with the job")
     result: Any = Field(description="the handler's `result` (any JSON value); null until a reply carries one")
-    progress: ProgressOut
+    progress: ProgressOut | None = Field(
+        description="the handler's last progress report; null until it reports some (a heartbeat is none)")
     scheduled_at: datetime
     created_at: datetime
     started_at: datetime | None

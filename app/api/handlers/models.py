@@ -9,7 +9,7 @@ from uuid import UUID
 from pydantic import AfterValidator, Field, Strict, StringConstraints
 
 from app.api.fields import ResponseModel, Seconds, StrictModel
-from app.domain.networks import MAX_URL_LENGTH, handler_url_problem
+from app.domain.handler_urls import MAX_URL_LENGTH, handler_url_problem
 
 
 def _deliverable(url: str) -> str:

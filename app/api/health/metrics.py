@@ -1,57 +1,98 @@
-"""A node's metrics as Prometheus text exposition (format 0.0.4)."""
+"""A node's metrics as Prometheus text exposition (format 0.0.4), written by prometheus_client.
+
+The node keeps its own counters (app/domain/metrics.py: plain integers on the event loop, nothing
+to lock on the dispatch path); this module turns a snapshot of them into metric families, which
+prometheus_client writes out (escaping, number formatting, a histogram's `_bucket`/`_sum`/`_count`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from prometheus_client.exposition import generate_latest
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from app.domain.metrics import CALL_OUTCOMES, COMPLETION_OUTCOMES, Histogram, label_pairs
 from app.services.metrics import MetricsSnapshot
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-OUTCOMES = ("succeeded", "accepted", "failed", "abandoned")
 
 
-def render(m: MetricsSnapshot) -> str:
-    out: list[str] = []
+class _Families(Collector):
+    def __init__(self, families: list[Metric]) -> None:
+        self._families = families
 
-    def family(name: str, kind: str, help_text: str, samples: list[tuple[dict[str, str], float]]) -> None:
-        out.append(f"# HELP {name} {help_text}")
-        out.append(f"# TYPE {name} {kind}")
-        for labels, value in samples:
-            text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
-            out.append(f"{name}{{{text}}} {_number(value)}" if text else f"{name} {_number(value)}")
+    def collect(self) -> Iterable[Metric]:
+        return self._families
 
+
+def render(m: MetricsSnapshot) -> bytes:
+    return generate_latest(_Families(families(m)))
+
+
+def families(m: MetricsSnapshot) -> list[Metric]:
     c = m.counters
-    family("jobwire_node_info", "gauge", "This node (its id changes at every start).", [({"node": m.node_id}, 1)])
-    family("jobwire_queue_jobs", "gauge",
-           "Executions of a queue by state: enqueued_due (claimable now unless the queue is paused), "
-           "enqueued_scheduled (due later), processing, dead_letter.",
-           [({"queue": q.queue, "state": state}, value) for q in m.queues
-            for state, value in (("enqueued_due", q.due), ("enqueued_scheduled", q.scheduled),
-                                 ("processing", q.processing), ("dead_letter", q.dead_letter))])
-    family("jobwire_queue_oldest_due_age_seconds", "gauge",
-           "Age of the queue's oldest due ENQUEUED execution, in database time (absent when none is due).",
-           [({"queue": q.queue}, q.oldest_due_age_seconds) for q in m.queues
-            if q.oldest_due_age_seconds is not None])
-    family("jobwire_queue_paused", "gauge", "1 while the queue is paused.",
-           [({"queue": q.queue}, int(q.paused)) for q in m.queues])
-    family("jobwire_handler_calls_in_flight", "gauge", "HTTP calls to handlers this node has in flight.",
-           [({}, m.in_flight)])
-    family("jobwire_jobs_enqueued_total", "counter", "Executions created through this node's API.",
-           [({}, c.jobs_enqueued)])
-    family("jobwire_claims_total", "counter", "Claim statements this node's dispatcher ran.", [({}, c.claims)])
-    family("jobwire_jobs_claimed_total", "counter", "Executions this node's dispatcher claimed.",
-           [({}, c.jobs_claimed)])
-    family("jobwire_handler_calls_total", "counter",
-           "Handler calls this node made, by outcome: succeeded (2xx), accepted (202: the handler reports "
-           "back), failed, abandoned (deadline passed, shutdown).",
-           [({"outcome": o}, c.calls[o]) for o in OUTCOMES])
-    family("jobwire_callback_completions_total", "counter",
-           "Completion callbacks this node applied, by outcome.",
-           [({"outcome": o}, c.completions[o]) for o in ("succeeded", "failed")])
-    return "\n".join(out) + "\n"
+    queue_jobs = GaugeMetricFamily(
+        "jobwire_queue_jobs", "Executions of a queue by state: enqueued_due (claimable now unless the queue is "
+        "paused), enqueued_scheduled (due later), processing, dead_letter; every state of every queue, 0 included.",
+        labels=["queue", "state"])
+    oldest = GaugeMetricFamily(
+        "jobwire_queue_oldest_due_age_seconds",
+        "Age of the queue's oldest due ENQUEUED execution, in database time (absent when none is due).",
+        labels=["queue"])
+    paused = GaugeMetricFamily("jobwire_queue_paused", "1 while the queue is paused.", labels=["queue"])
+    for q in m.queues:
+        for state, n in q.by_state():
+            queue_jobs.add_metric([q.queue, state], n)
+        if q.oldest_due_age_seconds is not None:
+            oldest.add_metric([q.queue], q.oldest_due_age_seconds)
+        paused.add_metric([q.queue], int(q.paused))
+
+    calls = CounterMetricFamily(
+        "jobwire_handler_calls_total", "Handler calls this node's dispatcher made, by handler, queue and outcome: "
+        "succeeded (2xx), accepted (202: the handler reports back), failed, abandoned (deadline passed, shutdown).",
+        labels=["handler", "queue", "outcome"])
+    for handler, queue in label_pairs(c.calls):
+        for outcome in CALL_OUTCOMES:
+            calls.add_metric([handler, queue, outcome], c.calls[(handler, queue, outcome)])
+    completions = CounterMetricFamily(
+        "jobwire_callback_completions_total",
+        "Completion callbacks this node applied (each moved an execution), by handler, queue and outcome.",
+        labels=["handler", "queue", "outcome"])
+    for handler, queue in label_pairs(c.completions):
+        for outcome in COMPLETION_OUTCOMES:
+            completions.add_metric([handler, queue, outcome], c.completions[(handler, queue, outcome)])
+
+    call_seconds = HistogramMetricFamily(
+        "jobwire_handler_call_duration_seconds",
+        "How long this node's handler calls took, from sending the request to the outcome, by handler.",
+        labels=["handler"])
+    for handler, h in sorted(c.call_seconds.items()):
+        _observed(call_seconds, [handler], h)
+    wait_seconds = HistogramMetricFamily(
+        "jobwire_queue_wait_seconds",
+        "How long executions this node claimed waited, from scheduled_at (due) to their claim, by queue "
+        "(database time).", labels=["queue"])
+    for queue, h in sorted(c.wait_seconds.items()):
+        _observed(wait_seconds, [queue], h)
+
+    node = GaugeMetricFamily("jobwire_node_info", "This node (its id changes at every start).", labels=["node"])
+    node.add_metric([m.node_id], 1)
+    return [
+        node, queue_jobs, oldest, paused,
+        GaugeMetricFamily("jobwire_handler_calls_in_flight", "HTTP calls to handlers this node has in flight.",
+                          value=m.in_flight),
+        CounterMetricFamily("jobwire_jobs_enqueued_total", "Executions created through this node's API.",
+                            value=c.jobs_enqueued),
+        CounterMetricFamily("jobwire_claims_total", "Claim statements this node's dispatcher ran.", value=c.claims),
+        CounterMetricFamily("jobwire_jobs_claimed_total", "Executions this node's dispatcher claimed.",
+                            value=c.jobs_claimed),
+        calls, completions, call_seconds, wait_seconds,
+    ]
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _number(value: float | None) -> str:
-    return repr(float(value)) if isinstance(value, float) else str(value)
+def _observed(family: HistogramMetricFamily, labels: list[str], h: Histogram) -> None:
+    buckets = [(floatToGoString(bound), float(n)) for bound, n in h.cumulative()]
+    family.add_metric(labels, buckets, h.total)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
+from fastapi.exceptions import RequestValidationError
 from starlette.responses import Response
 
 from app.api.auth import ManagementRoute, queues_of, requires
@@ -10,6 +11,7 @@ from app.api.body import body_as
 from app.api.direct import direct
 from app.api.executions.models import ExecutionOut
 from app.api.executions.views import execution_view
+from app.api.jobs.faults import every_fault
 from app.api.jobs.models import BatchIn, BatchOut, JobIn
 from app.api.responses import FastJSON, problems
 from app.api.services import services_of
@@ -35,8 +37,12 @@ IDEMPOTENCY_DOC = ("the job's idempotency key, as the body's `idempotency_key` (
 @requires(Scope.ENQUEUE)
 async def enqueue(request: Request) -> Response:
     """Enqueue one job. A repeated idempotency key with the same body answers 200 with the first execution.
-    A key limited to queues may enqueue into those only (403 naming the queue)."""
-    body = body_as(request, JobIn)
+    A key limited to queues may enqueue into those only (403 naming the queue). A 422 names every field
+    at fault at once: an unregistered handler beside the fields the schema refuses."""
+    try:
+        body = body_as(request, JobIn)
+    except RequestValidationError as refused:
+        raise await every_fault(request, refused, batch=False) from None
     idempotency_key = request.headers.get("idempotency-key")
     traceparent = request.headers.get("traceparent")
     s = services_of(request)
@@ -55,8 +61,13 @@ async def enqueue(request: Request) -> Response:
 @requires(Scope.ENQUEUE)
 async def enqueue_batch(request: Request) -> Response:
     """Enqueue 1–1,000 jobs atomically: one invalid item rejects all, naming it (`jobs[i]…`); so does
-    an item in a queue the key is not limited to (403)."""
-    body = body_as(request, BatchIn)
+    an item in a queue the key is not limited to (403). A 422 names every item at fault at once, in
+    item order (the first 100 errors): the fields the schema refuses and what the database refuses of
+    the other items (an unregistered handler, an idempotency key reused with another body)."""
+    try:
+        body = body_as(request, BatchIn)
+    except RequestValidationError as refused:
+        raise await every_fault(request, refused, batch=True) from None
     s = services_of(request)
     trace = valid_traceparent(request.headers.get("traceparent"))
     done = await s.enqueue.enqueue([job.to_new_job(traceparent=trace) for job in body.jobs], field_prefix="jobs",

@@ -49,3 +49,22 @@ class HandlerReply(BaseModel):
 
     result: Any = Field(None, description="stored as the execution's `result` (null when absent); over the payload "
                                           "cap, or not storable in PostgreSQL, the attempt fails instead")
+
+
+class HandlerFailureError(BaseModel):
+    type: str = Field(description="recorded as the attempt's `error_type`: a name (`^[A-Za-z0-9][A-Za-z0-9._:-]*$`, at "
+                                  "most 100 characters) not beginning with `abandoned_` (those are Jobwire's own); "
+                                  "any other value leaves `http_status`")
+    message: str = Field(description="recorded as the attempt's error (`last_error`): its first 2,000 characters, "
+                                     "NUL removed; empty → the status line")
+
+
+class HandlerFailure(BaseModel):
+    """What Jobwire reads from a failing reply (any status but 2xx), the same as a `complete`
+    callback's failure: a JSON body of this shape (other members ignored, so an RFC 9457 problem
+    may carry it too) names the attempt's error. Any other body, or none, is recorded as the
+    status line and the start of the body, with error_type `http_status`."""
+
+    error: HandlerFailureError
+    retryable: bool = Field(True, description="false: no further attempt, the execution is DEAD_LETTER at once "
+                                              "whatever attempts remain")

@@ -9,7 +9,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Header
 
-from app.api.webhooks.models import DispatchRequest, HandlerReply
+from app.api.webhooks.models import DispatchRequest, HandlerFailure, HandlerReply
 
 router = APIRouter(tags=["dispatch"])
 
@@ -26,12 +26,17 @@ RETRY_AFTER = {"Retry-After": {"description": "seconds, or an HTTP date: the nex
         202: {"description": "accepted: the handler now holds the execution and reports its outcome through the "
                              "callbacks (`POST {callback.url}/complete`) before `deadline`, sending heartbeats or "
                              "progress to move it; else the attempt is ABANDONED"},
-        429: {"description": "the attempt FAILED; retried after `Retry-After` when it is sent", "headers": RETRY_AFTER},
-        503: {"description": "the attempt FAILED; retried after `Retry-After` when it is sent", "headers": RETRY_AFTER},
-        "4XX": {"description": "the attempt FAILED (its status and body's start stored as the error): retried after "
-                               "the backoff while attempts remain, else DEAD_LETTER"},
+        429: {"description": "the attempt FAILED, as a 4xx; retried after `Retry-After` when it is sent",
+              "headers": RETRY_AFTER, "model": HandlerFailure},
+        503: {"description": "the attempt FAILED, as a 4xx; retried after `Retry-After` when it is sent",
+              "headers": RETRY_AFTER, "model": HandlerFailure},
+        "4XX": {"description": "the attempt FAILED: retried after the backoff while attempts remain, else DEAD_LETTER. "
+                               "A JSON body `{\"error\": {\"type\", \"message\"}, \"retryable\"?}` is the "
+                               "attempt's error (`retryable: false`: DEAD_LETTER at once); any other body is stored "
+                               "as the status line and the body's start, error_type `http_status`",
+                "model": HandlerFailure},
         "5XX": {"description": "the attempt FAILED, as a 4xx; so does a connection error or a redirect (never "
-                               "followed)"},
+                               "followed)", "model": HandlerFailure},
     },
 )
 async def dispatch_job(
@@ -52,4 +57,6 @@ async def dispatch_job(
     followed), with the execution and a callback URL and token. The reply decides the attempt:
     a 2xx (not 202) succeeds, with `result` stored from a JSON body `{"result": …}`; a 202
     hands the execution to the handler, which reports through the callbacks; anything else, or
-    no reply before `deadline`, fails or abandons the attempt (retried while attempts remain)."""
+    no reply before `deadline`, fails or abandons the attempt (retried while attempts remain).
+    A failing reply names its error as the `complete` callback does, with a JSON body
+    `{"error": {"type", "message"}, "retryable"?}`."""

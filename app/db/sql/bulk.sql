@@ -1,13 +1,27 @@
 -- Named statements of bulk actions (POST /v1/executions/bulk-*), parsed once by app/db/queries.py.
+--
+-- A bulk action selects only rows it can change, so that every call makes progress: a row it
+-- selected and did not change moved meanwhile, and no longer matches. app/db/bulk.py appends each
+-- filter given as `AND column = :column` (ids: `AND id = ANY(:ids)`) where the comment below stands,
+-- so every combination is a statement of its own, planned for the indexes it can use.
+-- `created_at, id DESC`: a backward walk of the listing indexes (state, created_at DESC, id) and
+-- (created_at DESC, id). The caller asks one row more than it takes, to tell whether more match.
 
 -- name: executions_select_for_bulk
--- A bulk action's rows: those in a state the action may change (:states) that match its filters,
--- oldest first, up to :n (the caller asks one more than it takes, to tell whether more match).
--- app/db/bulk.py appends each filter given as `AND column = :column` (ids: `AND id =
--- ANY(:ids)`) where the comment below stands, so every combination is a statement of its own,
--- planned for the indexes it can use. `created_at, id DESC`: a backward walk of the listing
--- indexes (state, created_at DESC, id) and (created_at DESC, id).
+-- A cancel's or a delete's rows: those in a state the action may change (:states) that match its
+-- filters, oldest first, up to :n.
 SELECT id, handler FROM job_executions
 WHERE state = ANY(CAST(:states AS text[])) /* filters */
+ORDER BY created_at, id DESC
+LIMIT :n
+
+-- name: executions_select_for_bulk_retry
+-- A retry's rows: as executions_select_for_bulk, of handlers still registered. A retry skips a
+-- row whose handler was deleted (its check under the handler's lock stays, for a handler deleted
+-- after this read): selected, such rows would come first in every call, forever, and newer rows
+-- would never be reached.
+SELECT id, handler FROM job_executions e
+WHERE state = ANY(CAST(:states AS text[])) /* filters */
+  AND EXISTS (SELECT 1 FROM job_handlers h WHERE h.name = e.handler)
 ORDER BY created_at, id DESC
 LIMIT :n

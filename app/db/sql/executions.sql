@@ -10,10 +10,6 @@
 -- is false where an idempotency key returned an execution stored before.
 SELECT ord, created, $COLUMNS FROM jobwire_enqueue(CAST(:jobs AS jsonb)) ORDER BY ord
 
--- name: executions_get_by_idempotency_keys
--- Rows already holding these keys, with the fingerprint of the request that created them.
-SELECT $COLUMNS, idempotency_key, request_hash FROM job_executions WHERE idempotency_key = ANY(:keys)
-
 -- name: execution_get
 SELECT $COLUMNS FROM job_executions WHERE id = :id
 
@@ -50,6 +46,8 @@ locked AS MATERIALIZED (
 -- thousand rows the generic plan scanned the whole table for every single completion.)
 -- The event row is typed execution.succeeded and carries, beside the curated event, the
 -- attempt it ends, its start, its node (claimed_by) and the HTTP status: the attempt history.
+-- A success clears the error an earlier attempt (or the abandonment it wins over) left on the row:
+-- each attempt keeps its own in the history, and the row tells what is true now.
 WITH input AS (
     SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:attempts AS int[]), CAST(:results AS text[]),
                          CAST(:http_statuses AS int[]))
@@ -57,7 +55,7 @@ WITH input AS (
 ), $locked, u AS (
     UPDATE job_executions e
     SET state = 'SUCCEEDED', result = CAST(input.result AS jsonb), completed_at = now(), updated_at = now(),
-        locked_by = NULL
+        locked_by = NULL, last_error = NULL, error_type = NULL
     FROM input JOIN locked ON locked.id = input.id
     WHERE e.id = input.id AND e.attempt = input.attempt
       AND (e.state = ANY(CAST(:from_states AS text[]))
@@ -243,7 +241,8 @@ WHERE id = :id AND attempt = :attempt AND state = 'PROCESSING'
 -- name: execution_extend_deadline
 -- A handler's progress or heartbeat for the current attempt: the deadline moves to now() + its
 -- timeout, never past started_at + max_duration_seconds; a progress snapshot is merged in
--- (omitted fields keep their values). Zero rows: not PROCESSING any more (or another attempt).
+-- (omitted fields keep their values; progress stays NULL until a first snapshot, a heartbeat
+-- leaves it as it is). Zero rows: not PROCESSING any more (or another attempt).
 UPDATE job_executions e
 SET deadline_at = LEAST(
         now() + make_interval(secs => COALESCE(
@@ -252,7 +251,8 @@ SET deadline_at = LEAST(
             :default_timeout)),
         COALESCE(e.started_at + make_interval(secs => e.max_duration_seconds),
                  CAST('infinity' AS timestamptz))),
-    progress = e.progress || COALESCE(CAST(:progress AS jsonb), CAST('{}' AS jsonb)),
+    progress = CASE WHEN CAST(:progress AS jsonb) IS NULL THEN e.progress
+                    ELSE COALESCE(e.progress, CAST('{}' AS jsonb)) || CAST(:progress AS jsonb) END,
     updated_at = now()
 WHERE e.id = :id AND e.attempt = :attempt AND e.state = 'PROCESSING'
 RETURNING e.id

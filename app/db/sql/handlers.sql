@@ -2,12 +2,12 @@
 
 -- name: handler_upsert
 -- PUT semantics: the caller's definition replaces the stored one; the secret (:secret, as stored:
--- whsec_… or jwenc1:…) is minted on insert only, as the handler's first signing secret
--- (job_handler_secrets; job_handlers.secret too, for nodes of the version before revision
--- 20261201_0011: written here, never read). (xmax = 0) tells an insert from an update.
+-- whsec_… or jwenc1:…) is minted on insert only, as the handler's first signing secret, in
+-- job_handler_secrets alone (job_handlers.secret, deprecated, stays NULL: a copy there would
+-- outlive its rotation). (xmax = 0) tells an insert from an update.
 WITH h AS (
-    INSERT INTO job_handlers (name, url, timeout_seconds, max_concurrency, stateful, secret)
-    VALUES (:name, :url, :timeout_seconds, :max_concurrency, :stateful, :secret)
+    INSERT INTO job_handlers (name, url, timeout_seconds, max_concurrency, stateful)
+    VALUES (:name, :url, :timeout_seconds, :max_concurrency, :stateful)
     ON CONFLICT (name) DO UPDATE
     SET url = EXCLUDED.url, timeout_seconds = EXCLUDED.timeout_seconds,
         max_concurrency = EXCLUDED.max_concurrency, stateful = EXCLUDED.stateful, updated_at = now()
@@ -72,6 +72,33 @@ WITH target AS (
 )
 SELECT EXISTS (SELECT 1 FROM target) AS found, EXISTS (SELECT 1 FROM gone) AS deleted
 
+-- name: handler_secrets_stored
+-- Every stored signing secret (expired ones too: they are at rest all the same), for the start-up
+-- that seals them under this node's JOBWIRE_SECRET_KEY.
+SELECT id, handler, secret FROM job_handler_secrets ORDER BY id
+
+-- name: handler_secrets_reseal
+-- Replace stored secrets (:ids, each from :stored to :sealed), each only if it is still as read:
+-- nodes starting together all try, and each secret is sealed once (the others' writes match no
+-- row and change nothing). The rows are locked in id order first, so two such batches wait for
+-- each other instead of deadlocking. Returns the ids this statement changed.
+WITH locked AS MATERIALIZED (
+    SELECT id FROM job_handler_secrets WHERE id = ANY(CAST(:ids AS uuid[])) ORDER BY id FOR NO KEY UPDATE
+)
+UPDATE job_handler_secrets s SET secret = u.sealed
+FROM unnest(CAST(:ids AS uuid[]), CAST(:stored AS text[]), CAST(:sealed AS text[])) AS u(id, stored, sealed)
+WHERE s.id = u.id AND s.secret = u.stored AND s.id IN (SELECT id FROM locked)
+RETURNING s.id
+
+-- name: handlers_clear_legacy_secret
+-- job_handlers.secret is deprecated and never read; a node of the previous version still writes a
+-- new handler's first secret there, where it would outlive its rotation. Start-ups clear it (rows
+-- locked in name order first: nodes starting together wait for each other, never deadlock).
+WITH locked AS MATERIALIZED (
+    SELECT name FROM job_handlers WHERE secret IS NOT NULL ORDER BY name FOR NO KEY UPDATE
+)
+UPDATE job_handlers h SET secret = NULL FROM locked WHERE h.name = locked.name AND h.secret IS NOT NULL
+
 -- name: handlers_lock_for_enqueue
 -- Enqueue holds the handlers it uses FOR KEY SHARE until commit, so a concurrent delete waits
 -- for it and then sees its jobs.
@@ -97,6 +124,11 @@ INSERT INTO job_meta (key, value) VALUES (:key, :value) ON CONFLICT (key) DO NOT
 
 -- name: meta_get
 SELECT value FROM job_meta WHERE key = :key
+
+-- name: meta_replace
+-- Replace a value only if it is still :stored (the server key sealed under JOBWIRE_SECRET_KEY by
+-- nodes starting together: one write applies). Whether it applied.
+UPDATE job_meta SET value = :value WHERE key = :key AND value = :stored RETURNING key
 
 -- name: migration_heads
 -- The revisions alembic recorded (readiness compares them with this build's head).

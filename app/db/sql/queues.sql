@@ -33,3 +33,8 @@ SELECT d.queue, COALESCE(bool_or(q.paused), false) AS paused, sum(d.due) AS due,
 FROM depth d LEFT JOIN job_queues q ON q.name = d.queue
 GROUP BY d.queue
 ORDER BY d.queue
+
+-- name: queues_of_schedules
+-- The queues schedules fire into (a handful of rows: one per schedule), listed by /metrics
+-- beside those with live rows even before a fire lands there.
+SELECT DISTINCT queue FROM job_schedules ORDER BY queue

@@ -5,6 +5,9 @@
 -- PUT semantics: the caller's definition replaces the stored one. Re-declaring an identical
 -- definition changes nothing (updated_at included), so a deploy can re-declare its schedules
 -- without moving them; then no row comes back. (xmax = 0) tells an insert from an update.
+-- :queues (NULL: any) are those the caller's key is limited to: a stored schedule in another
+-- queue is left as it is and no row comes back either. Checked here, on the row the conflict
+-- locked, so a schedule moved or created there concurrently is never taken out of its queue.
 INSERT INTO job_schedules AS s (job_id, cron_expression, timezone, handler, queue, payload, parameters, metadata,
                                 priority, enabled, execution_mode, overlap_policy, misfire_policy, max_attempts,
                                 tracked)
@@ -24,6 +27,7 @@ WHERE (s.cron_expression, s.timezone, s.handler, s.queue, s.payload, s.parameter
       (EXCLUDED.cron_expression, EXCLUDED.timezone, EXCLUDED.handler, EXCLUDED.queue, EXCLUDED.payload,
        EXCLUDED.parameters, EXCLUDED.metadata, EXCLUDED.priority, EXCLUDED.enabled, EXCLUDED.execution_mode,
        EXCLUDED.overlap_policy, EXCLUDED.misfire_policy, EXCLUDED.max_attempts, EXCLUDED.tracked)
+  AND (CAST(:queues AS text[]) IS NULL OR s.queue = ANY(CAST(:queues AS text[])))
 RETURNING $S_COLUMNS, (xmax = 0) AS created
 
 -- name: schedule_forget_fires
@@ -37,10 +41,16 @@ UPDATE job_schedules s SET next_fire_at = :next_fire_at WHERE s.job_id = :job_id
 SELECT $S_COLUMNS FROM job_schedules s WHERE s.job_id = :job_id
 
 -- name: schedules_list
-SELECT $S_COLUMNS FROM job_schedules s ORDER BY s.job_id
+-- :queues (NULL: every queue): only the schedules of those queues.
+SELECT $S_COLUMNS FROM job_schedules s
+WHERE CAST(:queues AS text[]) IS NULL OR s.queue = ANY(CAST(:queues AS text[]))
+ORDER BY s.job_id
 
 -- name: schedule_delete
-DELETE FROM job_schedules WHERE job_id = :job_id RETURNING job_id
+-- :queues (NULL: any): a schedule of another queue is not deleted (no row), as one that does not exist.
+DELETE FROM job_schedules
+WHERE job_id = :job_id AND (CAST(:queues AS text[]) IS NULL OR queue = ANY(CAST(:queues AS text[])))
+RETURNING job_id
 
 -- name: schedules_due
 -- What this node looks at in a tick: enabled schedules whose next instant has come, or that hold

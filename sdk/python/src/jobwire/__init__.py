@@ -1,12 +1,32 @@
-"""Jobwire's Python SDK: the API client (sync and asyncio), transactional enqueue
-(`jobwire.outbox`) and the `jobwire` command. Light on purpose: httpx, standardwebhooks and rich,
-never the service's own packages."""
+"""Jobwire's Python SDK: the API client (blocking and asyncio, grouped by resource), transactional
+enqueue (`jobwire.outbox`), the handler toolkit (`jobwire.handler`) and the `jobwire` command.
+Light on purpose: httpx and rich, never the service's own packages."""
 
 from jobwire._retry import Retries
 from jobwire._version import __version__
 from jobwire.client import AsyncJobwireClient, JobwireClient
-from jobwire.errors import ProblemError, Unavailable
-from jobwire.models import TERMINAL_STATES, Execution
+from jobwire.errors import InvalidResponse, JobwireError, ProblemError, Unavailable
+from jobwire.models import (
+    TERMINAL_STATES,
+    ApiKey,
+    Attempt,
+    BulkResult,
+    Event,
+    Execution,
+    Handler,
+    HandlerSecret,
+    Health,
+    LogEntry,
+    Node,
+    Page,
+    Progress,
+    Queue,
+    Readiness,
+    Schedule,
+    TransitionEvent,
+)
 
-__all__ = ["AsyncJobwireClient", "Execution", "JobwireClient", "ProblemError", "Retries", "TERMINAL_STATES",
-           "Unavailable", "__version__"]
+__all__ = ["TERMINAL_STATES", "ApiKey", "AsyncJobwireClient", "Attempt", "BulkResult", "Event", "Execution", "Handler",
+           "HandlerSecret", "Health", "InvalidResponse", "JobwireClient", "JobwireError", "LogEntry", "Node", "Page",
+           "ProblemError", "Progress", "Queue", "Readiness", "Retries", "Schedule", "TransitionEvent", "Unavailable",
+           "__version__"]

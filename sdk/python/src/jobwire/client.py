@@ -1,8 +1,13 @@
-"""`JobwireClient` and `AsyncJobwireClient`: two thin drivers over one protocol.
+"""`JobwireClient` and `AsyncJobwireClient`: the API grouped by resource, over two thin drivers.
 
-What a method sends, how often it is retried and how its answer is read is written once
-(`_operations.py`, `_protocol.py`); a driver only performs the steps: an HTTP request on its
-httpx client, or a pause. The two clients therefore behave the same, call for call.
+What a method sends, whether it may be sent again and how its answer is read is written once
+(the builders of `jobwire.resources`, `_protocol.py`, `_resend.py`); a driver only performs the
+steps: an HTTP request on its httpx client, or a pause. The two clients therefore behave the
+same, call for call::
+
+    with JobwireClient("http://127.0.0.1:8000") as client:
+        execution = client.jobs.enqueue("echo", {"hello": "world"})
+        done = client.executions.wait(execution.id)
 """
 
 from __future__ import annotations
@@ -10,16 +15,45 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
-from jobwire._operations import Operations
-from jobwire._protocol import Call, Done, Page, Send, Sleep, advance, start
+from jobwire._protocol import Call, Done, Send, Sleep, Work, advance, following, start
 from jobwire._retry import Retries
 from jobwire._version import __version__
+from jobwire.models import Health, Page, Readiness
+from jobwire.resources import (
+    ApiKeys,
+    AsyncApiKeys,
+    AsyncExecutions,
+    AsyncHandlers,
+    AsyncJobs,
+    AsyncNodes,
+    AsyncQueues,
+    AsyncSchedules,
+    Executions,
+    Handlers,
+    Jobs,
+    Nodes,
+    Queues,
+    Schedules,
+)
+from jobwire.resources import health as probes
 
+T = TypeVar("T")
 USER_AGENT = f"jobwire-sdk/{__version__}"
+
+
+def base_url_of(url: str) -> str:
+    """`url` as the clients' base URL; ValueError unless it is http(s)://host[:port][/prefix]."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError) as exc:
+        raise ValueError(f"not a URL: {url!r} ({exc})") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError(f"Jobwire's URL is http(s)://host[:port], not {url!r}")
+    return url.rstrip("/")
 
 
 def http_options(base_url: str, api_key: str | None, timeout: float | httpx.Timeout,
@@ -30,21 +64,17 @@ def http_options(base_url: str, api_key: str | None, timeout: float | httpx.Time
     if api_key:
         sent["authorization"] = f"Bearer {api_key}"
     sent.update(headers or {})
-    return {"base_url": base_url.rstrip("/"), "timeout": timeout, "headers": sent, "follow_redirects": False}
+    return {"base_url": base_url_of(base_url), "timeout": timeout, "headers": sent, "follow_redirects": False}
 
 
-class JobwireClient(Operations):
-    """The Jobwire API, blocking. Use it as a context manager or call `close()`.
+class _Blocking:
+    """Performs a program's steps with httpx.Client and time.sleep."""
 
-    `retries` bounds how often a 503 or a failed connection is tried again (`Retries(attempts=1)`
-    turns that off); `headers` are sent with every request."""
+    def __init__(self, http: httpx.Client, retries: Retries) -> None:
+        self._http = http
+        self._retries = retries
 
-    def __init__(self, base_url: str, api_key: str | None = None, timeout: float | httpx.Timeout = 30.0, *,
-                 retries: Retries | None = None, headers: Mapping[str, str] | None = None) -> None:
-        self._retries = retries or Retries()
-        self._http = httpx.Client(**http_options(base_url, api_key, timeout, headers))
-
-    def _run(self, work: Any) -> Any:
+    def run(self, work: Work[T]) -> T:
         program, reply = start(work, self._retries), None
         while not isinstance(step := advance(program, reply), Done):
             reply = self._perform(step)
@@ -58,32 +88,22 @@ class JobwireClient(Operations):
         except httpx.TransportError as exc:
             return exc
 
-    def _iterate(self, call: Call[Page[Any]] | None) -> Iterator[Any]:
+    def iterate(self, first: Call[Page[T]]) -> Iterator[T]:
+        call: Call[Page[T]] | None = first
         while call is not None:
-            page = self._run(call)
+            page = self.run(call)
             yield from page.items
-            call = page.next
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> JobwireClient:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
+            call = following(call, page)
 
 
-class AsyncJobwireClient(Operations):
-    """The Jobwire API for asyncio: JobwireClient's methods, each awaited (`list`, `logs` and
-    `events` give async iterators). Use `async with` or `await close()`."""
+class _Asynchronous:
+    """Performs a program's steps with httpx.AsyncClient and asyncio.sleep."""
 
-    def __init__(self, base_url: str, api_key: str | None = None, timeout: float | httpx.Timeout = 30.0, *,
-                 retries: Retries | None = None, headers: Mapping[str, str] | None = None) -> None:
-        self._retries = retries or Retries()
-        self._http = httpx.AsyncClient(**http_options(base_url, api_key, timeout, headers))
+    def __init__(self, http: httpx.AsyncClient, retries: Retries) -> None:
+        self._http = http
+        self._retries = retries
 
-    async def _run(self, work: Any) -> Any:
+    async def run(self, work: Work[T]) -> T:
         program, reply = start(work, self._retries), None
         while not isinstance(step := advance(program, reply), Done):
             reply = await self._perform(step)
@@ -97,14 +117,89 @@ class AsyncJobwireClient(Operations):
         except httpx.TransportError as exc:
             return exc
 
-    async def _iterate(self, call: Call[Page[Any]] | None) -> AsyncIterator[Any]:
+    async def iterate(self, first: Call[Page[T]]) -> AsyncIterator[T]:
+        call: Call[Page[T]] | None = first
         while call is not None:
-            page = await self._run(call)
+            page = await self.run(call)
             for item in page.items:
                 yield item
-            call = page.next
+            call = following(call, page)
+
+
+class JobwireClient:
+    """The Jobwire API, blocking, grouped by resource: `handlers`, `jobs`, `executions`,
+    `schedules`, `queues`, `nodes`, `api_keys`. Use it as a context manager or call `close()`.
+
+    `retries` bounds how often a request is tried again after a 503 or a failed connection
+    (`Retries(attempts=1)` turns that off; which requests may be sent again at all is fixed per
+    operation); `headers` are sent with every request. ValueError for a URL that is not
+    http(s)://host[:port]."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, timeout: float | httpx.Timeout = 30.0, *,
+                 retries: Retries | None = None, headers: Mapping[str, str] | None = None) -> None:
+        self._http = httpx.Client(**http_options(base_url, api_key, timeout, headers))
+        self._driver = _Blocking(self._http, retries or Retries())
+        self.handlers = Handlers(self._driver)
+        self.jobs = Jobs(self._driver)
+        self.executions = Executions(self._driver)
+        self.schedules = Schedules(self._driver)
+        self.queues = Queues(self._driver)
+        self.nodes = Nodes(self._driver)
+        self.api_keys = ApiKeys(self._driver)
+
+    def health(self) -> Health:
+        """`/healthz`: the node answers."""
+        return self._driver.run(probes.health())
+
+    def readiness(self) -> Readiness:
+        """`/readyz`: whether the node's database is reachable and migrated (`ready`, else `detail`)."""
+        return self._driver.run(probes.readiness())
+
+    def metrics(self) -> str:
+        """`/metrics`: the node's Prometheus text exposition."""
+        return self._driver.run(probes.metrics())
+
+    def close(self) -> None:
+        """Close the connections."""
+        self._http.close()
+
+    def __enter__(self) -> JobwireClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class AsyncJobwireClient:
+    """The Jobwire API for asyncio: JobwireClient's resources and methods, each awaited (`list`,
+    `logs` and `events` give async iterators). Use `async with` or `await close()`."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, timeout: float | httpx.Timeout = 30.0, *,
+                 retries: Retries | None = None, headers: Mapping[str, str] | None = None) -> None:
+        self._http = httpx.AsyncClient(**http_options(base_url, api_key, timeout, headers))
+        self._driver = _Asynchronous(self._http, retries or Retries())
+        self.handlers = AsyncHandlers(self._driver)
+        self.jobs = AsyncJobs(self._driver)
+        self.executions = AsyncExecutions(self._driver)
+        self.schedules = AsyncSchedules(self._driver)
+        self.queues = AsyncQueues(self._driver)
+        self.nodes = AsyncNodes(self._driver)
+        self.api_keys = AsyncApiKeys(self._driver)
+
+    async def health(self) -> Health:
+        """`/healthz`: the node answers."""
+        return await self._driver.run(probes.health())
+
+    async def readiness(self) -> Readiness:
+        """`/readyz`: whether the node's database is reachable and migrated (`ready`, else `detail`)."""
+        return await self._driver.run(probes.readiness())
+
+    async def metrics(self) -> str:
+        """`/metrics`: the node's Prometheus text exposition."""
+        return await self._driver.run(probes.metrics())
 
     async def close(self) -> None:
+        """Close the connections."""
         await self._http.aclose()
 
     aclose = close

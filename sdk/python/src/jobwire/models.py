@@ -1,16 +1,24 @@
-"""The execution, as the API shows it.
+"""The API's resources as the client returns them: frozen dataclasses, one per shape of the API
+(see `_resource.py` for what they share: `.raw`, and tolerance of fields a newer server adds).
 
-A small frozen dataclass rather than a validating model: the SDK stays light, and a field a
-newer Jobwire adds is not an error. The declared fields are the API's execution object (times
-parsed into aware datetimes); anything else the server sends stays in `raw` and is readable as
-an attribute too, so a client older than its server still sees every field.
+Fields the API always sends have no default; a field this release of the API added, or one an
+older server may lack, has one (`Execution.progress` is None until a handler reports progress,
+`BulkResult.skipped` 0).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+from jobwire._resource import Resource, many, one, parse_time, times
+
+__all__ = ["TERMINAL_STATES", "ApiKey", "Attempt", "BulkResult", "Event", "Execution", "Handler", "HandlerSecret",
+           "Health", "LogEntry", "Node", "Page", "Progress", "Queue", "Readiness", "Schedule", "TransitionEvent",
+           "parse_time"]
+
+T = TypeVar("T")
 
 # States no writer moves on by itself (only a user's retry does): SUCCEEDED, DEAD_LETTER and
 # CANCELLED; and ABANDONED, where a cron fire stays (a delayed job is re-enqueued or dead-lettered
@@ -18,60 +26,258 @@ from typing import Any
 # PROCESSING: the attempt's retry or dead letter follows.
 TERMINAL_STATES = frozenset({"SUCCEEDED", "DEAD_LETTER", "CANCELLED", "ABANDONED"})
 
-_TIMES = ("scheduled_at", "created_at", "started_at", "completed_at", "deadline_at")
+
+# --- executions ------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Progress(Resource):
+    total: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    status: str | None = None
+    percentage: int = 0
 
 
-def parse_time(value: Any) -> datetime | None:
-    """An RFC 3339 string from the API (`…Z` included) as an aware datetime; None stays None."""
-    if value is None or isinstance(value, datetime):
-        return value
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Execution(Resource):
+    """One execution of a job (`GET /v1/executions/{id}`)."""
 
-
-@dataclass(frozen=True, slots=True)
-class Execution:
     id: str
+    job_id: str
+    job_type: str  # DELAYED or CRON
+    handler: str
+    queue: str
     state: str
-    job_id: str | None = None
-    job_type: str | None = None
-    handler: str | None = None
-    queue: str | None = None
-    attempt: int = 0
-    max_attempts: int | None = None
+    attempt: int
+    max_attempts: int
     priority: int = 0
     stateful: bool = False
     payload: Any = None
     parameters: Any = None
     metadata: Any = None
     result: Any = None
-    progress: dict[str, Any] | None = None
-    scheduled_at: datetime | None = None
-    created_at: datetime | None = None
+    progress: Progress | None = None  # None until a handler reports progress
+    scheduled_at: datetime
+    created_at: datetime
     started_at: datetime | None = None
     completed_at: datetime | None = None
     deadline_at: datetime | None = None
     locked_by: str | None = None
     last_error: str | None = None
     error_type: str | None = None
-    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    created: bool | None = None  # in a batch's answer: False when an idempotency key found it
 
-    @classmethod
-    def from_json(cls, body: dict[str, Any]) -> Execution:
-        known = {f.name for f in fields(cls)} - {"raw"}
-        values = {name: body[name] for name in known if name in body}
-        values.update({name: parse_time(values[name]) for name in _TIMES if name in values})
-        return cls(**values, raw=dict(body))
+    _READERS = {**times("scheduled_at", "created_at", "started_at", "completed_at", "deadline_at"),
+                "progress": one(Progress.from_json)}
 
     @property
     def is_terminal(self) -> bool:
         """True once no writer but a user's retry moves it on (see TERMINAL_STATES)."""
         return self.state in TERMINAL_STATES
 
-    def __getattr__(self, name: str) -> Any:
-        # Reached only for names that are not fields: a newer server's field, from `raw`.
-        if name.startswith("__") or name == "raw":
-            raise AttributeError(name)
-        try:
-            return self.raw[name]
-        except KeyError:
-            raise AttributeError(f"Execution has no field {name!r}") from None
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attempt(Resource):
+    """One attempt of an execution, from its history (`GET /v1/executions/{id}/attempts`)."""
+
+    attempt: int
+    state: str
+    started_at: datetime
+    ended_at: datetime | None = None
+    duration_ms: int | None = None
+    node: str | None = None
+    error_type: str | None = None
+    error: str | None = None
+    http_status: int | None = None
+
+    _READERS = times("started_at", "ended_at")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransitionEvent(Resource):
+    """The curated event of a transition: no payload, result, error text or parameters."""
+
+    execution_id: str
+    job_id: str
+    job_type: str
+    queue: str
+    handler: str
+    new_state: str
+    attempt: int
+    max_attempts: int
+    error_type: str | None = None
+    scheduled_at: datetime
+    created_at: datetime
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+    metadata: Any = None
+    retry_at: datetime | None = None  # a failed or abandoned attempt that another follows
+
+    _READERS = times("scheduled_at", "created_at", "started_at", "completed_at", "retry_at")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event(Resource):
+    """A transition event of an execution (`GET /v1/executions/{id}/events`)."""
+
+    id: int
+    type: str  # execution.succeeded, .failed, .abandoned, .dead_lettered, .cancelled, .retried
+    occurred_at: datetime
+    data: TransitionEvent
+
+    _READERS = {**times("occurred_at"), "data": TransitionEvent.from_json}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogEntry(Resource):
+    """A log entry a handler wrote (`GET /v1/executions/{id}/logs`)."""
+
+    attempt: int
+    level: str
+    message: str
+    logged_at: datetime
+
+    _READERS = times("logged_at")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BulkResult(Resource):
+    """What a bulk action did; `more`: further executions match, send it again."""
+
+    matched: int
+    changed: int
+    more: bool
+    skipped: int = 0  # matched but left as they were (e.g. a retry whose handler is gone)
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """One page of a listing; `next_cursor` asks for the next (None on the last)."""
+
+    items: list[T]
+    next_cursor: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+# --- handlers --------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HandlerSecret(Resource):
+    """A handler's signing secret. `secret` (`whsec_…`) is shown once, in the answer that created
+    it; a listing shows only `id`, `created_at` and `expires_at`."""
+
+    id: str
+    created_at: datetime
+    expires_at: datetime | None = None
+    secret: str | None = None
+
+    _READERS = times("created_at", "expires_at")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Handler(Resource):
+    """A registered handler (`GET /v1/handlers/{name}`). `secret` is set only in the answer to the
+    PUT that created it: the signing secret, never shown again."""
+
+    name: str
+    url: str
+    timeout_seconds: float | None = None
+    max_concurrency: int | None = None
+    stateful: bool = False
+    created_at: datetime
+    updated_at: datetime
+    secrets: list[HandlerSecret] = field(default_factory=list)
+    secret: str | None = None
+
+    _READERS = {**times("created_at", "updated_at"), "secrets": many(HandlerSecret.from_json)}
+
+
+# --- schedules, queues, nodes, API keys, health ----------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Schedule(Resource):
+    """A cron schedule (`GET /v1/schedules/{job_id}`)."""
+
+    job_id: str
+    cron: str
+    timezone: str
+    handler: str
+    queue: str
+    payload: Any = None
+    parameters: Any = None
+    metadata: Any = None
+    priority: int = 0
+    enabled: bool = True
+    execution_mode: str  # SINGLE_INSTANCE or EVERY_INSTANCE
+    overlap_policy: str
+    misfire_policy: str
+    max_attempts: int
+    tracked: bool = False
+    next_fire_at: datetime | None = None
+    last_fired_at: datetime | None = None
+    last_success_at: datetime | None = None
+    last_failure_at: datetime | None = None
+    consecutive_failures: int = 0
+    created_at: datetime
+    updated_at: datetime
+
+    _READERS = times("next_fire_at", "last_fired_at", "last_success_at", "last_failure_at", "created_at",
+                     "updated_at")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Queue(Resource):
+    """A queue's depth (`GET /v1/queues`): `counts` by state (ENQUEUED, PROCESSING, DEAD_LETTER)."""
+
+    name: str
+    paused: bool
+    counts: dict[str, int] = field(default_factory=dict)
+    oldest_claimable_age_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Node(Resource):
+    """A live Jobwire node (`GET /v1/nodes`)."""
+
+    server_id: str
+    started_at: datetime
+    last_heartbeat: datetime
+    in_flight: int = 0
+
+    _READERS = times("started_at", "last_heartbeat")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApiKey(Resource):
+    """A stored API key (`GET /v1/api-keys`). `key` is set only in the answer that created it:
+    the bearer token, never shown again. `queues` None: every queue."""
+
+    id: str
+    name: str
+    scopes: list[str]
+    queues: list[str] | None = None
+    created_at: datetime
+    key: str | None = None
+
+    _READERS = times("created_at")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Health(Resource):
+    """`GET /healthz`: the node answers (`status` is `ok`)."""
+
+    status: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Readiness(Resource):
+    """`GET /readyz`: `ready` when the database is reachable and migrated; else `detail` says why."""
+
+    ready: bool
+    detail: str | None = None
+
+    @classmethod
+    def from_answer(cls, body: Any) -> Readiness:
+        # 200 {"status": "ready"}, or the 503 problem whose `detail` says what is missing.
+        body = body if isinstance(body, dict) else {}
+        return cls(ready=body.get("status") == "ready", detail=body.get("detail"), raw=dict(body))

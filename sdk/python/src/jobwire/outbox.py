@@ -17,20 +17,21 @@ An asyncpg connection or a `psycopg.AsyncConnection` makes these functions retur
 sync `psycopg.Connection` makes them return the result. The connection is recognised by its
 class's module, so neither driver is imported unless the application uses it. A refusal (SQLSTATE
 22023) raises `ProblemError` (status 422, `errors` naming each field as the API does) from the
-driver's error; as for any failed statement, the transaction is then aborted.
+driver's error; as for any failed statement, the transaction is then aborted. The jobs are
+written by the client's JSON encoder (`jobwire._json`): NaN, Infinity or a naive datetime raises
+ValueError naming the field (`jobs[1].payload.amount`) before anything reaches the database.
 """
 
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from jobwire._json import dumps
+from jobwire._json import dumps, loads
 from jobwire.errors import ProblemError
 
 COLUMNS = ("ord", "created", "id", "job_id", "state", "scheduled_at")
@@ -59,13 +60,14 @@ def enqueue(conn: Any, handler: str, payload: Any = None, *, schema: str | None 
 
 
 async def _first(result: Any) -> EnqueuedJob:
-    return (await result)[0]
+    jobs: list[EnqueuedJob] = await result
+    return jobs[0]
 
 
 def enqueue_many(conn: Any, jobs: Iterable[Mapping[str, Any]], *, schema: str | None = None) -> Any:
     """Enqueue jobs in `conn`'s transaction → one EnqueuedJob per job, in order (an awaitable of
     the list on an async connection)."""
-    document = dumps([{k: v for k, v in job.items() if v is not None} for job in jobs])
+    document = dumps([{k: v for k, v in job.items() if v is not None} for job in jobs], where="jobs")
     sql = f"SELECT {', '.join(COLUMNS)} FROM {function_name(schema)}({{}}::jsonb) ORDER BY ord"
     kind = connection_kind(conn)
     if kind == "asyncpg":
@@ -136,7 +138,7 @@ def _raise_refusal(exc: Exception, message: str | None, detail: str | None) -> N
     if getattr(exc, "sqlstate", None) != REFUSED or not (message or "").startswith("jobwire_enqueue"):
         return
     try:
-        errors = json.loads(detail) if detail else []
+        errors = loads(detail) if detail else []
     except ValueError:
         errors = []
     raise ProblemError(422, "Invalid jobs", message, errors=errors, body=detail) from exc

@@ -1,16 +1,20 @@
-"""Argument types shared by the commands: a bad value is a usage error (exit 2), said by argparse."""
+"""Argument types shared by the commands: a bad value is a usage error (exit 2), said by argparse
+in one line."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
+from uuid import UUID
+
+from jobwire._json import loads
 
 
 def json_value(text: str) -> Any:
-    """A JSON document given on the command line (`--payload '{"order": 42}'`)."""
+    """A JSON document given on the command line (`--payload '{"order": 42}'`); NaN and Infinity
+    are no JSON."""
     try:
-        return json.loads(text)
+        return loads(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
 
@@ -30,6 +34,31 @@ def positive(text: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {number}")
     return number
+
+
+def identifier(kind: str) -> Any:
+    """The type of an id argument: a UUID, refused here rather than by the server."""
+
+    def parse(text: str) -> str:
+        try:
+            return str(UUID(text))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {kind} id (a UUID): {text!r}") from None
+
+    parse.__name__ = f"{kind} id"
+    return parse
+
+
+execution_id = identifier("an execution")
+STATES = ("ENQUEUED", "PROCESSING", "SUCCEEDED", "FAILED", "CANCELLED", "ABANDONED", "DEAD_LETTER")
+
+
+def execution_filters(parser: argparse.ArgumentParser) -> None:
+    """--state, --queue, --handler and --job-id: the filters of a listing and of a bulk action."""
+    parser.add_argument("--state", choices=STATES)
+    parser.add_argument("--queue")
+    parser.add_argument("--handler")
+    parser.add_argument("--job-id", dest="job_id")
 
 
 def given(args: argparse.Namespace, *names: str) -> dict[str, Any]:

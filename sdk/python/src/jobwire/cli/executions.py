@@ -1,52 +1,55 @@
-"""`jobwire executions list | show | attempts | logs | cancel | retry`."""
+"""`jobwire executions list | show | attempts | logs | events | cancel | retry | delete`, and the bulk
+actions `bulk-retry | bulk-cancel | bulk-delete` (jobwire.cli.bulk)."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from itertools import islice
+from typing import Any
 
-from jobwire.cli import output
-from jobwire.cli.arguments import given, positive
+from jobwire.cli import bulk, output
+from jobwire.cli.arguments import execution_filters, execution_id, given, positive
 from jobwire.cli.connection import client_options, open_client
+from jobwire.client import JobwireClient
+from jobwire.models import Execution
 
 COMMANDS = ("executions",)
 COLUMNS = ("id", "handler", "queue", "state", "attempt", "created_at", "last_error")
 ATTEMPT_COLUMNS = ("attempt", "state", "started_at", "duration_ms", "node", "http_status", "error_type", "error")
 LOG_COLUMNS = ("logged_at", "attempt", "level", "message")
-STATES = ("ENQUEUED", "PROCESSING", "SUCCEEDED", "FAILED", "CANCELLED", "ABANDONED", "DEAD_LETTER")
+EVENT_COLUMNS = ("id", "type", "occurred_at", "data.attempt", "data.new_state", "data.error_type", "data.retry_at")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     options = client_options()
-    group = subparsers.add_parser("executions", help="executions: list, inspect, cancel, retry")
+    group = subparsers.add_parser("executions", parents=[options],
+                                  help="executions: list, inspect, cancel, retry, delete, act on many")
     commands = group.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     listing = commands.add_parser("list", parents=[options], help="newest first")
-    add_filters(listing)
+    execution_filters(listing)
     listing.add_argument("--limit", type=positive, default=20, help="at most this many (default %(default)s)")
     listing.set_defaults(run=_list)
 
     for name, run, text in (("show", _show, "one execution"),
                             ("attempts", _attempts, "its attempt history, oldest first"),
                             ("logs", _logs, "its handlers' log entries, oldest first"),
+                            ("events", _events, "its transition events, oldest first"),
                             ("cancel", _cancel, "ENQUEUED or PROCESSING → CANCELLED"),
-                            ("retry", _retry, "DEAD_LETTER or CANCELLED → ENQUEUED, as a new attempt")):
+                            ("retry", _retry, "DEAD_LETTER or CANCELLED → ENQUEUED, as a new attempt"),
+                            ("delete", _delete, "delete a finished execution, its logs and events")):
         command = commands.add_parser(name, parents=[options], help=text)
-        command.add_argument("execution_id", metavar="EXECUTION_ID")
+        command.add_argument("execution_id", metavar="EXECUTION_ID", type=execution_id)
         command.set_defaults(run=run)
 
-
-def add_filters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--state", choices=STATES)
-    parser.add_argument("--queue")
-    parser.add_argument("--handler")
-    parser.add_argument("--job-id", dest="job_id")
+    bulk.register(commands, options)
 
 
-def newest(client, args: argparse.Namespace, limit: int, **filters: str):  # noqa: ANN001, ANN201
+def newest(client: JobwireClient, args: argparse.Namespace, limit: int, **filters: str) -> Iterator[Execution]:
     """At most `limit` executions, newest first, asking for no more than that per page."""
-    wanted = {**given(args, "state", "queue", "handler", "job_id"), **filters}
-    return islice(client.list(limit=min(limit, 500), **wanted), limit)
+    wanted: dict[str, Any] = {**given(args, "state", "queue", "handler", "job_id"), **filters}
+    return islice(client.executions.list(limit=min(limit, 500), **wanted), limit)
 
 
 def _list(args: argparse.Namespace) -> None:
@@ -56,24 +59,35 @@ def _list(args: argparse.Namespace) -> None:
 
 def _show(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        output.show(args, client.get(args.execution_id))
+        output.show(args, client.executions.get(args.execution_id))
 
 
 def _attempts(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        output.show_list(args, client.attempts(args.execution_id), ATTEMPT_COLUMNS)
+        output.show_list(args, client.executions.attempts(args.execution_id), ATTEMPT_COLUMNS)
 
 
 def _logs(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        output.show_list(args, client.logs(args.execution_id), LOG_COLUMNS)
+        output.show_list(args, client.executions.logs(args.execution_id), LOG_COLUMNS)
+
+
+def _events(args: argparse.Namespace) -> None:
+    with open_client(args) as client:
+        output.show_list(args, client.executions.events(args.execution_id), EVENT_COLUMNS)
 
 
 def _cancel(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        output.show(args, client.cancel(args.execution_id))
+        output.show(args, client.executions.cancel(args.execution_id))
 
 
 def _retry(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        output.show(args, client.retry(args.execution_id))
+        output.show(args, client.executions.retry(args.execution_id))
+
+
+def _delete(args: argparse.Namespace) -> None:
+    with open_client(args) as client:
+        client.executions.delete(args.execution_id)
+    output.said(args, {"deleted": args.execution_id}, f"deleted execution {args.execution_id}")

@@ -1,20 +1,22 @@
-"""`jobwire handlers list | show NAME | put NAME URL | delete NAME`."""
+"""`jobwire handlers list | show NAME | put NAME URL | delete NAME | add-secret NAME | delete-secret NAME ID`."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import Any
 
 from jobwire.cli import output
-from jobwire.cli.arguments import given, positive
-from jobwire.cli.connection import client_options, open_client
+from jobwire.cli.arguments import given, identifier, positive
+from jobwire.cli.connection import client_options, open_client, seconds
 
 COMMANDS = ("handlers",)
 COLUMNS = ("name", "url", "timeout_seconds", "max_concurrency", "stateful")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     options = client_options()
-    group = subparsers.add_parser("handlers", help="the handlers jobs are sent to")
+    group = subparsers.add_parser("handlers", parents=[options], help="the handlers jobs are sent to")
     commands = group.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     commands.add_parser("list", parents=[options], help="every handler (no secrets)").set_defaults(run=_list)
@@ -36,28 +38,53 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     delete.add_argument("name")
     delete.set_defaults(run=_delete)
 
+    add = commands.add_parser("add-secret", parents=[options], help="a new signing secret, for a rotation "
+                              "(shown once; Jobwire signs with every active secret)")
+    add.add_argument("name")
+    add.add_argument("--expire-others-after", dest="expire_others_after_seconds", type=seconds, metavar="SECONDS",
+                     help="the other secrets stop being used after this long")
+    add.set_defaults(run=_add_secret)
+
+    retire = commands.add_parser("delete-secret", parents=[options], help="retire a signing secret")
+    retire.add_argument("name")
+    retire.add_argument("secret_id", metavar="SECRET_ID", type=identifier("a secret"))
+    retire.set_defaults(run=_delete_secret)
+
 
 def _list(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        output.show_list(args, client.list_handlers(), COLUMNS)
+        output.show_list(args, client.handlers.list(), COLUMNS)
 
 
 def _show(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        output.show(args, client.get_handler(args.name))
+        output.show(args, client.handlers.get(args.name))
 
 
 def _put(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        handler = client.put_handler(args.name, args.handler_url,
-                                     **given(args, "timeout_seconds", "max_concurrency", "stateful"))
+        handler = client.handlers.put(args.name, args.handler_url,
+                                      **given(args, "timeout_seconds", "max_concurrency", "stateful"))
+    if handler.secret and not args.json:
+        print("jobwire: the signing secret is shown this once: give it to the handler", file=sys.stderr)
     output.show(args, handler)
 
 
 def _delete(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        client.delete_handler(args.name)
-    if args.json:
-        output.print_json({"deleted": args.name})
-    else:
-        output.console().print(output.Text(f"deleted handler {args.name}"))
+        client.handlers.delete(args.name)
+    output.said(args, {"deleted": args.name}, f"deleted handler {args.name}")
+
+
+def _add_secret(args: argparse.Namespace) -> None:
+    with open_client(args) as client:
+        secret = client.handlers.add_secret(args.name, args.expire_others_after_seconds)
+    if not args.json:
+        print("jobwire: the signing secret is shown this once: give it to the handler", file=sys.stderr)
+    output.show(args, secret)
+
+
+def _delete_secret(args: argparse.Namespace) -> None:
+    with open_client(args) as client:
+        client.handlers.delete_secret(args.name, args.secret_id)
+    output.said(args, {"deleted": args.secret_id}, f"deleted secret {args.secret_id} of handler {args.name}")

@@ -6,23 +6,66 @@ A batch is atomic on the server: one invalid job refuses all of them, naming eac
 one bad line costs one job, not a thousand. A line that is not a JSON object is failed here,
 never sent.
 
-Each item of the batch's answer says whether it was `created` or found by its idempotency key
-(a file imported twice: every job exists already)."""
+Each job gets an idempotency key unless its line has one: `<prefix>-<SHA-256>` of the job as sent
+(the line over the command's options, its keys sorted) and of its ordinal among identical jobs
+before it in the file. Two identical lines are two jobs; the same file sent again, or after a bad
+line was mended, creates only what is new: each item of the batch's answer says whether it was
+`created` or found by its key. An option changed (another `--queue`, another handler) makes other
+jobs, as does another `--key-prefix`."""
 
 from __future__ import annotations
 
-import json
+import argparse
+import hashlib
 import re
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jobwire._json import dumps, loads
+from jobwire.client import JobwireClient
 from jobwire.errors import ProblemError
 
 BATCH_SIZE = 500
 MAX_BATCH = 1000  # the API's limit
 _ITEM = re.compile(r"^jobs\[(\d+)\]")
+KEY_PREFIX = "jsonl"
+_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,100}$")  # the key's room: a name of at most 255
+
+
+def key_prefix(text: str) -> str:
+    if not _PREFIX.match(text):
+        raise argparse.ArgumentTypeError(f"letters, digits and . _ : - (at most 101), not {text!r}")
+    return text
+
+
+class Keys:
+    """The idempotency keys of a file's jobs, stable from one run to the next."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self._seen: Counter[str] = Counter()
+
+    def given(self, job: dict[str, Any]) -> dict[str, Any]:
+        """`job` with its key: its own, or one made from its content and ordinal."""
+        if job.get("idempotency_key") is not None:
+            return job
+        content = dumps(_sorted(job))
+        ordinal = self._seen[content]
+        self._seen[content] += 1
+        digest = hashlib.sha256(f"{content}\n{ordinal}".encode()).hexdigest()
+        return {**job, "idempotency_key": f"{self.prefix}-{digest}"}
+
+
+def _sorted(value: Any) -> Any:
+    """`value` with every object's keys in order: the same job however its line was written."""
+    if isinstance(value, Mapping):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
 
 
 @dataclass
@@ -56,7 +99,7 @@ def read_jobs(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
             if not line.strip():
                 continue
             try:
-                job = json.loads(line)
+                job = loads(line)
             except ValueError as exc:
                 yield number, f"not JSON: {exc}"
                 continue
@@ -68,12 +111,12 @@ def count_lines(path: Path) -> int:
         return sum(1 for line in data if line.strip())
 
 
-def send(client: Any, batch: Sequence[tuple[int, dict[str, Any]]], tally: Tally) -> None:
+def send(client: JobwireClient, batch: Sequence[tuple[int, dict[str, Any]]], tally: Tally) -> None:
     """Enqueue `batch` ((line, job) pairs); the jobs the server names as invalid are failed and
     the others sent again. Any other refusal is the command's failure: it is raised."""
     while batch:
         try:
-            executions = client.enqueue_batch([job for _, job in batch])
+            executions = client.jobs.enqueue_batch([job for _, job in batch])
         except ProblemError as problem:
             faulty = _named_items(problem, len(batch))
             if not faulty:
@@ -82,7 +125,7 @@ def send(client: Any, batch: Sequence[tuple[int, dict[str, Any]]], tally: Tally)
                 tally.fail(batch[index][0], faulty[index])
             batch = [item for index, item in enumerate(batch) if index not in faulty]
             continue
-        created = sum(1 for e in executions if e.raw.get("created", True))  # absent: a server before it
+        created = sum(1 for e in executions if e.created is not False)  # None: a server before `created`
         tally.created += created
         tally.existing += len(executions) - created
         return

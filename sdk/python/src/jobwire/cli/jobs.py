@@ -15,7 +15,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from jobwire.cli import output
 from jobwire.cli.arguments import given, json_object, json_value, positive
 from jobwire.cli.connection import client_options, open_client
-from jobwire.cli.importing import BATCH_SIZE, MAX_BATCH, Tally, count_lines, read_jobs, send
+from jobwire.cli.importing import (
+    BATCH_SIZE,
+    KEY_PREFIX,
+    MAX_BATCH,
+    Keys,
+    Tally,
+    count_lines,
+    key_prefix,
+    read_jobs,
+    send,
+)
 from jobwire.errors import ProblemError
 
 COMMANDS = ("jobs", "enqueue")
@@ -24,9 +34,9 @@ FIELDS = ("queue", "priority", "job_id", "run_at", "delay_seconds", "max_attempt
 SHOWN_FAILURES = 20  # failed lines said on stderr; the summary counts them all
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     options = client_options()
-    group = subparsers.add_parser("jobs", help="enqueue jobs, one or a file of them")
+    group = subparsers.add_parser("jobs", parents=[options], help="enqueue jobs, one or a file of them")
     commands = group.add_subparsers(dest="action", required=True, metavar="ACTION")
     enqueue = commands.add_parser("enqueue", parents=[options], help="enqueue a job, or every job of a JSONL file")
     job_arguments(enqueue, handler_required=False)
@@ -34,6 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help="one job object a line; the options above are defaults for every line")
     enqueue.add_argument("--batch-size", type=batch_size, default=BATCH_SIZE,
                          help="jobs a request (1–1000, default %(default)s)")
+    enqueue.add_argument("--key-prefix", default=KEY_PREFIX, type=key_prefix,
+                         help="of the idempotency keys made for lines without one (default %(default)s): "
+                         "another prefix makes the same lines new jobs")
     enqueue.set_defaults(run=_enqueue, parser=enqueue)
 
     legacy = subparsers.add_parser("enqueue", parents=[options], help="enqueue a job on a running server")
@@ -78,7 +91,7 @@ def _enqueue(args: argparse.Namespace) -> int:
 
 def _enqueue_one(args: argparse.Namespace) -> Any:
     with open_client(args) as client:
-        return client.enqueue(args.handler, args.payload, **given(args, *FIELDS))
+        return client.jobs.enqueue(args.handler, args.payload, **given(args, *FIELDS))
 
 
 def _enqueue_one_as_before(args: argparse.Namespace) -> None:
@@ -103,11 +116,12 @@ def _import(args: argparse.Namespace) -> int:
         with open_client(args) as client, progress:
             task = progress.add_task("enqueue", total=total)
             batch: list[tuple[int, dict[str, Any]]] = []
+            keys = Keys(args.key_prefix)
             for line, job in read_jobs(args.source):
                 if isinstance(job, str):
                     tally.fail(line, job)
                 else:
-                    batch.append((line, {**defaults, **job}))
+                    batch.append((line, keys.given({**defaults, **job})))
                 if len(batch) >= args.batch_size:
                     send(client, batch, tally)
                     batch = []
@@ -127,9 +141,6 @@ def _report(args: argparse.Namespace, tally: Tally, stopped: bool = False) -> No
     if len(tally.failures) > SHOWN_FAILURES:
         print(f"jobwire: {args.source}: {len(tally.failures) - SHOWN_FAILURES} more lines failed",
               file=sys.stderr)
-    if args.json:
-        output.print_json({**tally.summary(), "complete": not stopped})
-        return
     state = "stopped" if stopped else "done"
-    output.console().print(output.Text(
-        f"{args.source}: {tally.created} created, {tally.existing} existing, {tally.failed} failed ({state})"))
+    output.said(args, {**tally.summary(), "complete": not stopped},
+                f"{args.source}: {tally.created} created, {tally.existing} existing, {tally.failed} failed ({state})")

@@ -8,16 +8,18 @@ COLUMNS or 200."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime
 from typing import Any
+from uuid import UUID
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from jobwire._json import dumps as encode
 
 PIPE_WIDTH = 200
 
@@ -28,27 +30,24 @@ def console() -> Console:
 
 
 def plain(value: Any) -> Any:
-    """The JSON-ready form of what the client returns: an Execution as the server sent it."""
+    """The JSON-ready form of what the client returns: a resource as the server sent it (`raw`)."""
     raw = getattr(value, "raw", None)
     if isinstance(raw, dict) and raw:
         return raw
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {k: plain(v) for k, v in dataclasses.asdict(value).items() if k != "raw"}
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value) if f.name != "raw"}
     if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
-    return value
-
-
-def _default(value: Any) -> Any:
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()  # RFC 3339, as the API writes times
+    if value is None or isinstance(value, (str, int, float, datetime, date, UUID)):
+        return value
     return str(value)
 
 
 def dumps(value: Any, indent: int | None = None) -> str:
-    return json.dumps(plain(value), default=_default, ensure_ascii=False, indent=indent)
+    """The SDK's one encoder (jobwire._json): times as RFC 3339, integers with every digit."""
+    return encode(plain(value), indent=indent)
 
 
 def print_json(value: Any, indent: int | None = None) -> None:
@@ -126,3 +125,11 @@ def show_list(args: Any, items: Iterable[Any], columns: Sequence[str], title: st
         print_json_lines(items)
     else:
         print_table(columns, items, title)
+
+
+def said(args: Any, document: Any, text: str) -> None:
+    """What a command did: `document` with --json, else `text` as a line."""
+    if args.json:
+        print_json(document)
+    else:
+        console().print(Text(text))

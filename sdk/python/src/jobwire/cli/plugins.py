@@ -25,11 +25,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable
 from importlib.metadata import EntryPoint, entry_points
+from typing import Any
 
 GROUP = "jobwire.commands"
 
 
-def load_commands(subparsers: argparse._SubParsersAction,
+def load_commands(subparsers: argparse._SubParsersAction[Any],
                   found: Iterable[EntryPoint] | None = None) -> list[str]:
     """Adds every registered command to `subparsers`; returns one line per entry point that could
     not be loaded or refused to register, so that one broken package costs its own command only."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from jobwire.cli import output
 from jobwire.cli.connection import client_options, open_client
@@ -12,9 +13,9 @@ COLUMNS = ("name", "paused", "counts.ENQUEUED", "counts.PROCESSING", "counts.DEA
            "oldest_claimable_age_seconds")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     options = client_options()
-    group = subparsers.add_parser("queues", help="queues: depths, pause, resume")
+    group = subparsers.add_parser("queues", parents=[options], help="queues: depths, pause, resume")
     commands = group.add_subparsers(dest="action", required=True, metavar="ACTION")
     commands.add_parser("list", parents=[options], help="every queue with live or dead-lettered work, "
                         "or paused").set_defaults(run=_list)
@@ -27,14 +28,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _list(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        output.show_list(args, client.queues(), COLUMNS)
+        output.show_list(args, client.queues.list(), COLUMNS)
 
 
 def _pause(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        output.show(args, client.pause(args.name))
+        output.show(args, client.queues.pause(args.name))
 
 
 def _resume(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        output.show(args, client.resume(args.name))
+        output.show(args, client.queues.resume(args.name))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from jobwire.cli import output
 from jobwire.cli.arguments import given, json_object, json_value, positive
@@ -15,9 +16,9 @@ SPEC = ("cron", "timezone", "handler", "queue", "payload", "parameters", "metada
         "execution_mode", "overlap_policy", "misfire_policy", "max_attempts", "tracked")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     options = client_options()
-    group = subparsers.add_parser("schedules", help="cron schedules")
+    group = subparsers.add_parser("schedules", parents=[options], help="cron schedules")
     commands = group.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     commands.add_parser("list", parents=[options], help="every schedule").set_defaults(run=_list)
@@ -56,37 +57,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _list(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        output.show_list(args, client.list_schedules(), COLUMNS)
+        output.show_list(args, client.schedules.list(), COLUMNS)
 
 
 def _show(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        output.show(args, client.get_schedule(args.job_id))
+        output.show(args, client.schedules.get(args.job_id))
 
 
 def _put(args: argparse.Namespace) -> None:
     spec = given(args, *SPEC)
     with open_client(args) as client:
-        output.show(args, client.put_schedule(args.job_id, **spec))
+        output.show(args, client.schedules.put(args.job_id, **spec))
 
 
 def _delete(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        client.delete_schedule(args.job_id)
-    if args.json:
-        output.print_json({"deleted": args.job_id})
-    else:
-        output.console().print(output.Text(f"deleted schedule {args.job_id}"))
+        client.schedules.delete(args.job_id)
+    output.said(args, {"deleted": args.job_id}, f"deleted schedule {args.job_id}")
 
 
 def _trigger(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        output.show(args, client.trigger(args.job_id))
+        output.show(args, client.schedules.trigger(args.job_id))
 
 
 def _preview(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        fires = list(client.preview(args.job_id, count=args.count))
+        fires = client.schedules.preview(args.job_id, count=args.count)
     if args.json:
         output.print_json_lines(fires)
     else:

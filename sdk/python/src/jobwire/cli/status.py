@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 from itertools import islice
+from typing import Any
 
 from jobwire.cli import output, queues
-from jobwire.cli.arguments import positive
+from jobwire.cli.arguments import execution_id, positive
 from jobwire.cli.connection import client_options, open_client
 
 COMMANDS = ("status",)
@@ -15,10 +16,10 @@ NODE_COLUMNS = ("server_id", "started_at", "last_heartbeat", "in_flight")
 FAILURE_COLUMNS = ("id", "handler", "queue", "attempt", "completed_at", "error_type", "last_error")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     status = subparsers.add_parser("status", parents=[client_options()],
                                    help="queues, nodes and recent failures; or one execution")
-    status.add_argument("execution_id", nargs="?", metavar="EXECUTION_ID")
+    status.add_argument("execution_id", nargs="?", metavar="EXECUTION_ID", type=execution_id)
     status.add_argument("--limit", type=positive, default=20, help="recent failures shown (default %(default)s)")
     status.set_defaults(run=_status)
 
@@ -26,11 +27,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _status(args: argparse.Namespace) -> None:
     with open_client(args) as client:
         if args.execution_id:
-            output.print_json(client.get(args.execution_id), indent=None if args.json else 2)
+            output.print_json(client.executions.get(args.execution_id), indent=None if args.json else 2)
             return
-        depths = client.queues()
-        nodes = client.nodes()
-        failures = list(islice(client.list(state="DEAD_LETTER", limit=min(args.limit, 500)), args.limit))
+        depths = client.queues.list()
+        nodes = client.nodes.list()
+        failures = list(islice(client.executions.list(state="DEAD_LETTER", limit=min(args.limit, 500)), args.limit))
     if args.json:
         output.print_json({"queues": depths, "nodes": nodes, "recent_failures": failures})
         return

@@ -29,13 +29,17 @@ def asgi_app(handle: Handle, secret: str | Iterable[str], *, sync_window: float 
     """An ASGI app running `await handle(job, ctx)` for each attempt Jobwire dispatches.
 
     `secret`: the handler's `whsec_…` secret, or several during a rotation (a request is
-    accepted when any of them signed it). A request with no valid signature, or signed more
-    than 5 minutes away from now, gets a 401. What `handle` returns (JSON) is the result; an
-    exception fails the attempt (retried while attempts remain); `Permanent` fails it with no
+    accepted when any of them signed it). A request with no valid signature, signed more than
+    5 minutes away from now, or a replay of one already received (the same webhook-id,
+    timestamp and body) gets a 401, and `handle` does not run. What `handle` returns (JSON) is
+    the result; an exception fails the attempt (retried while attempts remain), recorded with
+    its class name as error_type and str(exc) as the error; `Permanent` fails it with no
     retry. `handle` gets `sync_window` seconds (or half the time to the attempt's deadline,
     when sooner) to answer in the request; after that the app answers 202, heartbeats, and
-    completes through the callback when `handle` returns. `http_client`: the httpx client for
-    callbacks (default: one of the app's own, `callback_timeout` seconds a call). On
-    lifespan shutdown, running attempts get `shutdown_grace` seconds to finish."""
+    completes through the callback when `handle` returns. Callbacks Jobwire does not answer
+    (or answers 429, 502, 503, 504) are sent again with backoff until the attempt's deadline.
+    `http_client`: the httpx client for callbacks (default: one of the app's own,
+    `callback_timeout` seconds a call). On lifespan shutdown, running attempts get
+    `shutdown_grace` seconds to finish."""
     return HandlerApp(handle, secret, sync_window=sync_window, http_client=http_client,
                       callback_timeout=callback_timeout, shutdown_grace=shutdown_grace)

@@ -1,15 +1,15 @@
 """HandlerApp: the ASGI app that turns `async def handle(job, ctx)` into a Jobwire handler.
 
-Per request: verify the signature, parse the job, start `handle` as a task. If it finishes
-within the sync window, answer with its outcome; else answer 202 and complete through the
-callback when it does, heartbeating meanwhile. Attempts running after their request are kept
-in sets (a task nobody references can be collected mid-flight) until they have reported."""
+Per request: verify the signature, refuse a replay, parse the job, start `handle` as a task.
+If it finishes within the sync window, answer with its outcome; else answer 202 and complete
+through the callback when it does, heartbeating meanwhile. Attempts running after their request
+are kept in sets (a task nobody references can be collected mid-flight) until they have
+reported."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -17,12 +17,14 @@ from typing import Any
 
 import httpx
 
+from jobwire._json import loads
 from jobwire.handler._callbacks import Callbacks
 from jobwire.handler._context import Context
-from jobwire.handler._errors import Permanent
 from jobwire.handler._job import Job, NotADispatch, parse_job
 from jobwire.handler._outcome import completion_body, outcome_of, problem, sync_reply
+from jobwire.handler._replay import ReplayGuard
 from jobwire.handler._reporter import Reporter
+from jobwire.handler._retrying import AttemptDeadline, attempt_timeout
 from jobwire.handler._signature import BadSignature, secret_keys, verify
 
 log = logging.getLogger("jobwire.handler")
@@ -32,8 +34,6 @@ Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
-# Jobwire's own default (JOBWIRE_EXECUTION_TIMEOUT), for a dispatch that carries no deadline.
-DEFAULT_TIMEOUT = 120.0
 MAX_HEARTBEAT_INTERVAL = 30.0
 MIN_HEARTBEAT_INTERVAL = 0.05
 # A dispatch is a job's payload, parameters and metadata (1 MiB each by default in Jobwire);
@@ -54,10 +54,7 @@ def answer_within(job: Job, sync_window: float, now: float) -> float:
 def heartbeat_interval(job: Job) -> float:
     """A quarter of the attempt's timeout, at most 30 s: each heartbeat moves the deadline to
     now + the timeout, so one that fails (retried at half the interval) costs no deadline."""
-    timeout = DEFAULT_TIMEOUT
-    if job.deadline is not None and job.started_at is not None:
-        timeout = (job.deadline - job.started_at).total_seconds()
-    return min(max(timeout / 4, MIN_HEARTBEAT_INTERVAL), MAX_HEARTBEAT_INTERVAL)
+    return min(max(attempt_timeout(job) / 4, MIN_HEARTBEAT_INTERVAL), MAX_HEARTBEAT_INTERVAL)
 
 
 class HandlerApp:
@@ -77,6 +74,7 @@ class HandlerApp:
         self._owns_client = http_client is None
         self._callback_timeout = callback_timeout
         self._shutdown_grace = shutdown_grace
+        self._replays = ReplayGuard()
         self._running: set[asyncio.Task[Any]] = set()  # handle() tasks
         self._finishing: set[asyncio.Task[None]] = set()  # after a 202: wait, flush, complete
 
@@ -127,8 +125,14 @@ class HandlerApp:
             await _respond(send, 413, problem(413, "Too large", f"the body is over {MAX_BODY_BYTES} bytes"))
             return
         headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+        now = time.time()
         try:
-            verify(self._keys, headers, body, time.time())
+            signed = verify(self._keys, headers, body, now)
+            if not self._replays.first_time(signed, now):
+                # 401 as for a stale timestamp, the check Standard Webhooks libraries make against
+                # replays: Jobwire never sends one signed message twice, so a replay is no attempt
+                # of its own, and its sender learns nothing of what the first copy did.
+                raise BadSignature("a replay: this webhook-id, webhook-timestamp and body were already received")
             job = parse_job(_json(body))
         except BadSignature as exc:
             await _respond(send, 401, problem(401, "Bad signature", str(exc)))
@@ -139,7 +143,8 @@ class HandlerApp:
         await self._serve(job, receive, send)
 
     async def _serve(self, job: Job, receive: Receive, send: Send) -> None:
-        callbacks = Callbacks(self._http_client(), job.callback_url, job.callback_token)
+        deadline = AttemptDeadline.of(job, time.monotonic())
+        callbacks = Callbacks(self._http_client(), job.execution_id, job.callback_url, job.callback_token, deadline)
         reporter = Reporter(job.execution_id, callbacks, heartbeat_interval(job))
         ctx = Context(job, callbacks, reporter)
         reporter.start()
@@ -157,14 +162,14 @@ class HandlerApp:
         finally:
             hung_up = gone.done()
             gone.cancel()
-        if window > 0 and work.done() and not hung_up and not isinstance(_exception(work), Permanent):
+        if window > 0 and work.done() and not hung_up:
             outcome = outcome_of(work, job.execution_id)
             await reporter.close()  # the logs and the last progress land before the outcome
             status, reply = sync_reply(outcome)
             await _respond(send, status, reply)
             return
-        # Too slow for a synchronous answer, non-retryable (only a completion can say so), or
-        # Jobwire hung up meanwhile: the attempt is ours to report through the callback.
+        # Too slow for a synchronous answer, or Jobwire hung up meanwhile: the attempt is ours
+        # to report through the callback.
         if not hung_up:
             await _respond(send, 202, b"")
         reporter.keep_alive()
@@ -196,13 +201,9 @@ def _keep(tasks: set[asyncio.Task[Any]], task: asyncio.Task[Any]) -> None:
     task.add_done_callback(tasks.discard)
 
 
-def _exception(task: asyncio.Task[Any]) -> BaseException | None:
-    return None if task.cancelled() else task.exception()
-
-
 def _json(body: bytes) -> Any:
     try:
-        return json.loads(body)
+        return loads(body)
     except ValueError as exc:
         raise NotADispatch(f"the body is not JSON: {exc}") from exc
 

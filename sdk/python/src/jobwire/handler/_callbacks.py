@@ -1,59 +1,106 @@
 """The callbacks of one attempt (README "Callbacks at a glance"), over httpx, with the
-attempt's callback token. Each method maps Jobwire's answer to what the context needs."""
+attempt's callback token. Each method maps Jobwire's answer to what the context needs.
+
+Every callback rides out a short outage of Jobwire (a restart, a database failover: any node
+answers callbacks) by trying again until the attempt's deadline (_retrying.py), one WARNING
+line per retry and one ERROR line when it gives up. Sending one again is safe: a completion,
+a progress snapshot, a heartbeat and a step are idempotent; a log batch whose answer was lost
+may be stored twice."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
+import time
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
+from jobwire._json import dumps
+from jobwire._retry import parse_retry_after
 from jobwire.handler._errors import CallbackError
+from jobwire.handler._retrying import RETRIED_STATUSES, AttemptDeadline, Backoff
 
 log = logging.getLogger("jobwire.handler")
 
-# A completion is the attempt's outcome: worth retrying through a short outage of Jobwire
-# (any node answers callbacks) before the deadline turns it into an abandoned attempt.
-COMPLETE_RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
+STALE = 409  # a newer attempt owns the execution (or the attempt is over): nothing of ours applies
 
 
 def encode(document: Any) -> bytes:
-    """JSON as Jobwire reads it: no NaN or Infinity (a TypeError or ValueError otherwise)."""
-    return json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    """JSON as Jobwire reads it, by the SDK's one encoder: no NaN or Infinity (a TypeError or
+    ValueError otherwise)."""
+    return dumps(document).encode()
 
 
 class Callbacks:
-    def __init__(self, client: httpx.AsyncClient, url: str, token: str) -> None:
+    def __init__(self, client: httpx.AsyncClient, execution_id: str, url: str, token: str, deadline: AttemptDeadline,
+                 backoff: Backoff | None = None) -> None:
         self._client = client
+        self._execution_id = execution_id
         self._url = url
         self._headers = {"authorization": f"Bearer {token}", "content-type": "application/json"}
+        self.deadline = deadline
+        self._backoff = backoff or Backoff()
 
-    async def _call(self, method: str, path: str, body: Any = None, *, content: bytes | None = None) -> httpx.Response:
+    async def _call(self, method: str, path: str, body: Any = None, *, content: bytes | None = None,
+                    retry: bool = True) -> tuple[httpx.Response, float]:
+        """Jobwire's answer and when the try that got it was sent (monotonic). No answer, 429,
+        502, 503 and 504 are tried again until the deadline (retry=False: not at all), then
+        raise CallbackError (with gave_up, once logged, when it was); any other answer is
+        returned."""
         if content is None and body is not None:
             content = encode(body)
-        try:
-            return await self._client.request(method, self._url + path, content=content, headers=self._headers)
-        except httpx.HTTPError as exc:
-            raise CallbackError(f"{method} {path or '/'}: {type(exc).__name__}: {exc}") from exc
+        name = f"{method} {path or '/'}"
+        retries = 0
+        while True:
+            sent_at = time.monotonic()
+            status: int | None = None
+            retry_after: float | None = None
+            try:
+                response = await self._client.request(method, self._url + path, content=content,
+                                                      headers=self._headers)
+            except httpx.HTTPError as exc:
+                problem = f"{type(exc).__name__}: {exc}".removesuffix(": ")
+            else:
+                if response.status_code not in RETRIED_STATUSES:
+                    return response, sent_at
+                status = response.status_code
+                problem = f"HTTP {status}"
+                retry_after = parse_retry_after(response.headers.get("retry-after"))
+            if not retry:
+                raise CallbackError(f"{name}: {problem}", status)
+            left = self.deadline.left(time.monotonic())
+            if left <= 0:
+                log.error("execution %s: %s not delivered (%s) after %d tries: the attempt's deadline has passed",
+                          self._execution_id, name, problem, retries + 1)
+                raise CallbackError(f"{name}: {problem}, until the attempt's deadline", status, gave_up=True)
+            delay = self._backoff.delay(retries, retry_after, left)
+            log.warning("execution %s: %s failed (%s); trying again in %.1f s", self._execution_id, name, problem,
+                        delay)
+            await asyncio.sleep(delay)
+            retries += 1
 
-    async def report(self, snapshot: dict[str, Any] | None) -> bool:
+    async def report(self, snapshot: dict[str, Any] | None, *, retry: bool = True) -> bool:
         """A progress snapshot (None: a heartbeat); both move the deadline. Returns whether the
         handler should stop: `cancel_requested`, or 409 (a newer attempt owns the execution)."""
-        response = await self._call("POST", "/progress" if snapshot else "/heartbeat", snapshot)
-        if response.status_code == 409:
+        response, sent_at = await self._call("POST", "/progress" if snapshot else "/heartbeat", snapshot,
+                                             retry=retry)
+        if response.status_code == STALE:
             return True
         _expect(response, 200)
+        self.deadline.moved(sent_at)
         return bool(_answer(response).get("cancel_requested"))
 
     async def append_logs(self, entries: list[dict[str, Any]]) -> None:
-        _expect(await self._call("POST", "/logs", {"entries": entries}), 200)
+        """Stores a batch; a batch for an attempt that is no longer current is dropped quietly."""
+        response, _ = await self._call("POST", "/logs", {"entries": entries})
+        if response.status_code != STALE:
+            _expect(response, 200)
 
     async def get_step(self, name: str) -> tuple[bool, Any]:
         """(True, its result) when the step was recorded; (False, None) until then."""
-        response = await self._call("GET", f"/steps/{quote(name, safe='')}")
+        response, _ = await self._call("GET", f"/steps/{quote(name, safe='')}")
         if response.status_code == 404:
             return False, None
         _expect(response, 200)
@@ -61,32 +108,23 @@ class Callbacks:
 
     async def put_step(self, name: str, result: Any) -> Any:
         """The step's stored result: this one (201), or the first one recorded (200)."""
-        response = await self._call("PUT", f"/steps/{quote(name, safe='')}", {"result": result})
+        response, _ = await self._call("PUT", f"/steps/{quote(name, safe='')}", {"result": result})
         _expect(response, 200, 201)
         return _answer(response).get("result")
 
     async def complete(self, body: bytes) -> None:
-        """POST …/complete, retried through no answer, 429 and 5xx. Never raises: an outcome
-        that cannot be delivered is logged, and Jobwire retries the attempt at its deadline."""
-        for delay in (*COMPLETE_RETRY_DELAYS, None):
-            try:
-                response = await self._call("POST", "/complete", content=body)
-            except CallbackError as exc:
-                problem = str(exc)
-            else:
-                if response.status_code == 200:
-                    return
-                if response.status_code != 429 and response.status_code < 500:
-                    # 409: a newer attempt owns the execution; 403/422: retrying changes nothing.
-                    log.warning("completion of %s refused: HTTP %s %s", self._url, response.status_code,
-                                response.text[:500])
-                    return
-                problem = f"HTTP {response.status_code}"
-            if delay is None:
-                log.error("completion of %s not delivered (%s): Jobwire retries the attempt at its deadline",
-                          self._url, problem)
-                return
-            await asyncio.sleep(delay)
+        """POST …/complete. Never raises: an outcome that cannot be delivered is logged, and
+        Jobwire abandons the attempt at its deadline (and retries it while attempts remain)."""
+        try:
+            response, _ = await self._call("POST", "/complete", content=body)
+        except CallbackError:  # gave up at the deadline, and said so
+            return
+        if response.status_code == STALE:
+            log.info("execution %s: completion not applied: the attempt is no longer current", self._execution_id)
+        elif response.status_code != 200:
+            # 403/404/422: sending it again changes nothing.
+            log.warning("execution %s: completion refused: HTTP %s %s", self._execution_id, response.status_code,
+                        response.text[:500])
 
 
 def _expect(response: httpx.Response, *statuses: int) -> None:

@@ -70,7 +70,8 @@ class Context:
         is JSON, returned as Jobwire stored it (a tuple comes back a list, every time). A step
         that ran but was not recorded (the process died in between) runs again: make its work
         idempotent too where that matters, e.g. with f"{job.execution_id}:{name}" as an
-        idempotency key. Raises CallbackError when Jobwire cannot be asked."""
+        idempotency key. Through an outage of Jobwire it asks again until the attempt's
+        deadline; raises CallbackError when Jobwire refuses, or is away until the deadline."""
         if not isinstance(name, str) or not STEP_NAME.fullmatch(name):
             raise ValueError(f"a step name matches {STEP_NAME.pattern}, not {name!r}")
         found, stored = await self._callbacks.get_step(name)
@@ -86,8 +87,10 @@ class Context:
         past its deadline, or taken over by a newer attempt. Stop then; a completion would
         change nothing. Asks Jobwire (a heartbeat, which also moves the deadline) at most once
         a second; progress and heartbeat answers in between count too. When Jobwire cannot be
-        reached it answers what it last heard."""
+        reached it answers what it last heard (it does not wait for Jobwire to come back)."""
         reporter = self._reporter
-        if not reporter.cancelled and time.monotonic() - reporter.heard_at >= CANCEL_CHECK_INTERVAL:
-            await reporter.heartbeat()
+        now = time.monotonic()
+        if not reporter.cancelled and now - max(reporter.heard_at, reporter.asked_at) >= CANCEL_CHECK_INTERVAL:
+            reporter.asked_at = now  # a failed ask too: an outage is not asked about in a tight loop
+            await reporter.heartbeat(retry=False)
         return reporter.cancelled

@@ -1,6 +1,7 @@
 """Reporter: one background task per attempt that sends progress, log batches and heartbeats in
 order, so a handler's tight loop never waits on the network; and what Jobwire last said about
-cancellation."""
+cancellation. Once a report was retried until the attempt's deadline in vain, the attempt is
+lost (Jobwire abandons it): nothing more is reported in the background."""
 
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ class Reporter:
         self._progress: dict[str, Any] = {}
         self.cancelled = False
         self.heard_at = -math.inf  # monotonic time of the last cancel_requested answer
+        self.asked_at = -math.inf  # monotonic time is_cancelled last asked Jobwire itself
+        self.lost = False  # a report gave up at the attempt's deadline
         self._reported_at = time.monotonic()  # the deadline was last moved (or the attempt began)
         self._heartbeating = False  # after a 202: nobody else keeps the attempt alive
         self._wake = asyncio.Event()
@@ -43,6 +46,8 @@ class Reporter:
         self._wake.set()
 
     def log(self, level: str, message: str | None) -> None:
+        if self.lost:
+            return
         if len(self._logs) >= MAX_PENDING_LOGS:
             self._dropped_logs += 1
             return
@@ -50,11 +55,15 @@ class Reporter:
         if len(self._logs) >= LOG_BATCH:
             self._wake.set()
 
-    async def heartbeat(self) -> None:
-        """Moves the deadline and learns whether to stop; a failure is logged, not raised."""
+    async def heartbeat(self, *, retry: bool = True) -> None:
+        """Moves the deadline and learns whether to stop; a failure is logged, not raised.
+        retry=False: one try (is_cancelled asks so, and answers what it last heard)."""
         try:
-            self._heard(await self._callbacks.report(None))
+            self._heard(await self._callbacks.report(None, retry=retry))
         except CallbackError as exc:
+            if exc.gave_up:
+                self.lost = True
+                return
             log.warning("execution %s: heartbeat failed: %s", self._execution_id, exc)
             self._reported_at = time.monotonic() - self._heartbeat_interval / 2  # try again soon
 
@@ -73,8 +82,9 @@ class Reporter:
         self._wake.set()
         if self._task is not None:
             await self._task
-        await self._send_progress()
-        await self._flush_logs()
+        if not self.lost:
+            await self._send_progress()
+            await self._flush_logs()
 
     def _heard(self, cancel_requested: bool) -> None:
         self.cancelled = self.cancelled or cancel_requested
@@ -92,7 +102,7 @@ class Reporter:
                 except TimeoutError:
                     pass
             self._wake.clear()
-            if self._closing:
+            if self._closing or self.lost:
                 return
             try:
                 await self._send_progress()
@@ -112,9 +122,10 @@ class Reporter:
         try:
             self._heard(await self._callbacks.report(snapshot))
         except CallbackError as exc:
-            log.warning("execution %s: progress not sent: %s", self._execution_id, exc)
-            if exc.status is None or exc.status >= 500:  # no answer: send it with the next one
-                self._progress = {**snapshot, **self._progress}
+            if exc.gave_up:
+                self.lost = True
+            else:  # refused: sending it again changes nothing
+                log.warning("execution %s: progress not sent: %s", self._execution_id, exc)
 
     async def _flush_logs(self) -> None:
         if self._dropped_logs:
@@ -126,4 +137,8 @@ class Reporter:
             try:
                 await self._callbacks.append_logs(batch)
             except CallbackError as exc:
+                if exc.gave_up:
+                    self.lost = True
+                    self._logs = []
+                    return
                 log.warning("execution %s: %d log entries dropped: %s", self._execution_id, len(batch), exc)

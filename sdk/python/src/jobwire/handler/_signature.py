@@ -2,7 +2,7 @@
 request's `v1,` signatures. During a rotation Jobwire signs with every active secret, and a
 handler may hold the old and the new one, so either side can switch first.
 
-Not the `standardwebhooks` package (a dependency of the SDK, and what README shows applications):
+Not the `standardwebhooks` package (what README shows applications that verify by themselves):
 its `Webhook.verify` takes one secret per instance, so a rotation would verify the request once
 per secret, and it decodes the body as JSON each time, which the toolkit then does again to read
 the job. The check is the specification's and small; tests/sdk/test_handler_toolkit.py signs its
@@ -15,6 +15,7 @@ import binascii
 import hashlib
 import hmac
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 SECRET_PREFIX = "whsec_"
 # Standard Webhooks' tolerance: a request signed longer ago (or ahead) is a replay or a bad clock.
@@ -46,7 +47,16 @@ def secret_keys(secret: str | Iterable[str]) -> tuple[bytes, ...]:
     return tuple(keys)
 
 
-def verify(keys: tuple[bytes, ...], headers: Mapping[str, str], body: bytes, now: float) -> None:
+@dataclass(frozen=True, slots=True)
+class Signed:
+    """A verified request: when it was signed, and the SHA-256 of what was signed (the same for
+    every copy of one message, whichever of its signatures verifies)."""
+
+    timestamp: int
+    digest: bytes
+
+
+def verify(keys: tuple[bytes, ...], headers: Mapping[str, str], body: bytes, now: float) -> Signed:
     """Raises BadSignature unless one signature in `webhook-signature` is the HMAC-SHA256 of
     `<webhook-id>.<webhook-timestamp>.<body>` under one of `keys`, signed within the tolerance
     of `now`. `headers` has lower-case names; `body` is the raw bytes, as signed."""
@@ -70,5 +80,5 @@ def verify(keys: tuple[bytes, ...], headers: Mapping[str, str], body: bytes, now
         except binascii.Error:
             continue
         if any(hmac.compare_digest(given, mac) for mac in expected):
-            return
+            return Signed(int(timestamp), hashlib.sha256(signed).digest())
     raise BadSignature("no signature matches the handler's secrets")

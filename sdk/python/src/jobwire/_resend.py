@@ -1,0 +1,128 @@
+"""Which requests the client sends again after a reply that may have been lost: one table, one
+row per operation of the API (its operationId).
+
+Two kinds of failure differ. One proves nothing was done: the connection was refused or never
+made (nothing was sent), or Jobwire itself answered 503 (a problem document: it did not process
+the request). After it, every request may be tried again. The other proves nothing either way:
+the request went out, then the connection dropped or the read timed out (or something other than
+Jobwire answered 503). Jobwire may have applied it. A request is sent again after that only when
+doing it twice does no more than doing it once: a read, a DELETE, a PUT of a whole definition, an
+enqueue (which always carries an idempotency key), a pause or resume, a bulk cancel or delete of
+given ids. The others raise `Unavailable` with `maybe_applied` set, saying how to find out.
+
+A DELETE sent again may find its target gone: a 404 then means what was asked holds, and the
+call returns as if the first reply had arrived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Resend:
+    """`safe`: sending it twice does no more than once. Otherwise `reason` says why not and
+    `advice` what to do (both may name `{path}`, the request's path, and `{name}`, the resource's
+    name or id as the caller gave it)."""
+
+    safe: bool
+    reason: str = ""
+    advice: str = ""
+    safe_with_ids: bool = False  # a bulk action: safe when it names its executions by `ids`
+    gone_is_done: bool = False  # a DELETE: a 404 to the second try means the first did it
+
+
+SAFE = Resend(True)
+DELETE = Resend(True, gone_is_done=True)
+
+
+def unsafe(reason: str, advice: str, *, safe_with_ids: bool = False) -> Resend:
+    return Resend(False, reason, advice, safe_with_ids=safe_with_ids)
+
+
+_BULK_BY_FILTER = ("a bulk action by filter selects the executions that match when it runs, and a second run "
+                   "would select others")
+_BULK_ADVICE = ("List what the filter matches now (client.executions.list) to see whether it was applied, and "
+                "send it again if that is what you want; a bulk action by `ids` is sent again by itself")
+
+RESEND: Mapping[str, Resend] = {
+    # handlers
+    "putHandler": unsafe(
+        "a PUT that creates the handler shows its signing secret in that reply only",
+        "GET {path} (client.handlers.get): if the handler exists with your URL, the PUT was applied and, had "
+        "it created the handler, its first secret was in the lost reply: add one with POST {path}/secrets "
+        "(client.handlers.add_secret) and give that to the handler; if it does not exist, send the PUT again"),
+    "getHandler": SAFE,
+    "listHandlers": SAFE,
+    "deleteHandler": DELETE,
+    "addHandlerSecret": unsafe(
+        "each POST adds another secret, shown in its reply only",
+        "GET the handler (client.handlers.get): a secret you do not know in its `secrets` was added by the lost "
+        "request; delete it (client.handlers.delete_secret) and add another"),
+    "deleteHandlerSecret": DELETE,
+    # jobs: every enqueue carries an idempotency key (the caller's or the client's), so a second
+    # try returns the execution the first one stored
+    "enqueueJob": SAFE,
+    "enqueueJobs": SAFE,
+    # executions
+    "getExecution": SAFE,
+    "listExecutions": SAFE,
+    "listExecutionLogs": SAFE,
+    "listExecutionAttempts": SAFE,
+    "listExecutionEvents": SAFE,
+    "deleteExecution": DELETE,
+    "cancelExecution": unsafe(
+        "a second cancel of a cancelled execution is refused (409), which would say the cancel failed",
+        "GET the execution (client.executions.get {name}): CANCELLED means the cancel was applied; if it is "
+        "still ENQUEUED or PROCESSING, cancel again"),
+    "retryExecution": unsafe(
+        "each retry starts a new attempt: a second one is refused (409) while the first is queued, and "
+        "retries the execution again if that attempt has already failed",
+        "GET the execution (client.executions.get {name}): an attempt higher than before, or a state other "
+        "than DEAD_LETTER or CANCELLED, means the retry was applied; otherwise retry again"),
+    "bulkCancelExecutions": unsafe(_BULK_BY_FILTER, _BULK_ADVICE, safe_with_ids=True),
+    "bulkDeleteExecutions": unsafe(_BULK_BY_FILTER, _BULK_ADVICE, safe_with_ids=True),
+    # Not even by ids: a row the lost try re-enqueued that has failed again since would be retried
+    # a second time, as with /retry.
+    "bulkRetryExecutions": unsafe(
+        "a bulk retry starts a new attempt for each execution it changes, and a second run would retry again "
+        "those whose new attempt has already failed (by filter, it would also select others)",
+        "List the executions (client.executions.list, or get each of the ids): those ENQUEUED or with a higher "
+        "attempt were retried; send the bulk retry again for the others"),
+    # schedules: a PUT is the whole definition
+    "putSchedule": SAFE,
+    "getSchedule": SAFE,
+    "listSchedules": SAFE,
+    "deleteSchedule": DELETE,
+    "previewSchedule": SAFE,
+    "triggerSchedule": unsafe(
+        "each trigger fires the schedule once more",
+        "List the schedule's executions (client.executions.list(job_id={name})): a CRON execution created "
+        "just now is the lost trigger's; trigger again if there is none"),
+    # queues: pausing a paused queue changes nothing
+    "listQueues": SAFE,
+    "pauseQueue": SAFE,
+    "resumeQueue": SAFE,
+    "listNodes": SAFE,
+    # API keys
+    "createApiKey": unsafe(
+        "each POST creates another key, shown in its reply only",
+        "List the keys (client.api_keys.list): a key named as yours that you do not hold was created by the "
+        "lost request; delete it (client.api_keys.delete) and create another"),
+    "listApiKeys": SAFE,
+    "deleteApiKey": DELETE,
+    # health
+    "health": SAFE,
+    "readiness": SAFE,
+    "metrics": SAFE,
+}
+
+
+def rule_for(operation: str, body: Any) -> Resend:
+    """The row of `operation`, for a request with this body (a bulk action naming `ids` is safe)."""
+    rule = RESEND[operation]
+    if rule.safe_with_ids and isinstance(body, dict) and body.get("ids") is not None:
+        return SAFE
+    return rule

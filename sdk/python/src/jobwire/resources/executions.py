@@ -1,0 +1,176 @@
+"""`client.executions`: read executions, follow them to the end, change their state, act on many."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any, Unpack
+
+from jobwire._protocol import Call, Plan, listed, nothing, paged, path, wait
+from jobwire.models import Attempt, BulkResult, Event, Execution, LogEntry, Page
+from jobwire.resources._driver import AsyncDriver, Driver, share_docs
+from jobwire.types import ExecutionFilters, Id, Selection
+
+
+def get_execution(execution_id: Id) -> Call[Execution]:
+    return Call("getExecution", "GET", path("executions", execution_id), Execution.from_json, name=str(execution_id))
+
+
+def list_executions(filters: ExecutionFilters, cursor: str | None = None) -> Call[Page[Execution]]:
+    return Call("listExecutions", "GET", path("executions"), paged(Execution.from_json),
+                params={**filters, "cursor": cursor})
+
+
+def wait_for(execution_id: Id, timeout: float) -> Plan[Execution]:
+    return wait(get_execution(execution_id), timeout)
+
+
+def cancel_execution(execution_id: Id) -> Call[Execution]:
+    return Call("cancelExecution", "POST", path("executions", execution_id, "cancel"), Execution.from_json,
+                name=str(execution_id))
+
+
+def retry_execution(execution_id: Id) -> Call[Execution]:
+    return Call("retryExecution", "POST", path("executions", execution_id, "retry"), Execution.from_json,
+                name=str(execution_id))
+
+
+def delete_execution(execution_id: Id) -> Call[None]:
+    return Call("deleteExecution", "DELETE", path("executions", execution_id), nothing, name=str(execution_id))
+
+
+def list_attempts(execution_id: Id) -> Call[list[Attempt]]:
+    return Call("listExecutionAttempts", "GET", path("executions", execution_id, "attempts"),
+                listed(Attempt.from_json), name=str(execution_id))
+
+
+def list_logs(execution_id: Id, limit: int | None) -> Call[Page[LogEntry]]:
+    return Call("listExecutionLogs", "GET", path("executions", execution_id, "logs"), paged(LogEntry.from_json),
+                params={"limit": limit}, name=str(execution_id))
+
+
+def list_events(execution_id: Id, limit: int | None) -> Call[Page[Event]]:
+    return Call("listExecutionEvents", "GET", path("executions", execution_id, "events"), paged(Event.from_json),
+                params={"limit": limit}, name=str(execution_id))
+
+
+BULK = {"retry": "bulkRetryExecutions", "cancel": "bulkCancelExecutions", "delete": "bulkDeleteExecutions"}
+
+
+def bulk(action: str, selection: Selection | Mapping[str, Any]) -> Call[BulkResult]:
+    body: dict[str, Any] = {k: v for k, v in selection.items() if v is not None}
+    if "ids" in body:
+        body["ids"] = [str(i) for i in body["ids"]]
+    return Call(BULK[action], "POST", path("executions", f"bulk-{action}"), BulkResult.from_json, body=body)
+
+
+class Executions:
+    """`client.executions`."""
+
+    def __init__(self, driver: Driver) -> None:
+        self._driver = driver
+
+    def get(self, execution_id: Id) -> Execution:
+        """The execution (404 when there is none)."""
+        return self._driver.run(get_execution(execution_id))
+
+    def list(self, **filters: Unpack[ExecutionFilters]) -> Iterator[Execution]:
+        """Executions, newest first, following `next_cursor` to the end (filters `state`, `queue`,
+        `handler`, `job_id`; `limit` is the page size, default 50, at most 500)."""
+        return self._driver.iterate(list_executions(filters))
+
+    def page(self, cursor: str | None = None, **filters: Unpack[ExecutionFilters]) -> Page[Execution]:
+        """One page of `list`: pass its `next_cursor` back as `cursor` for the next."""
+        return self._driver.run(list_executions(filters, cursor))
+
+    def wait(self, execution_id: Id, timeout: float = 60.0) -> Execution:
+        """Poll until the execution is terminal (SUCCEEDED, DEAD_LETTER, CANCELLED, or ABANDONED for
+        a cron fire) → that Execution; TimeoutError after `timeout` seconds."""
+        return self._driver.run(wait_for(execution_id, timeout))
+
+    def cancel(self, execution_id: Id) -> Execution:
+        """ENQUEUED or PROCESSING → CANCELLED (409 from other states)."""
+        return self._driver.run(cancel_execution(execution_id))
+
+    def retry(self, execution_id: Id) -> Execution:
+        """DEAD_LETTER or CANCELLED → ENQUEUED now, as a new attempt (409 from other states)."""
+        return self._driver.run(retry_execution(execution_id))
+
+    def delete(self, execution_id: Id) -> None:
+        """Delete a finished execution with its logs, steps and events (409 while ENQUEUED or
+        PROCESSING); its idempotency key is free again."""
+        return self._driver.run(delete_execution(execution_id))
+
+    def attempts(self, execution_id: Id) -> builtins.list[Attempt]:
+        """Its attempt history, oldest first, each with its own error."""
+        return self._driver.run(list_attempts(execution_id))
+
+    def logs(self, execution_id: Id, *, limit: int | None = None) -> Iterator[LogEntry]:
+        """The entries its handlers logged, oldest first, following cursors (`limit`: page size)."""
+        return self._driver.iterate(list_logs(execution_id, limit))
+
+    def events(self, execution_id: Id, *, limit: int | None = None) -> Iterator[Event]:
+        """Its transition events, oldest first, following cursors (`limit`: page size)."""
+        return self._driver.iterate(list_events(execution_id, limit))
+
+    def bulk_retry(self, **selection: Unpack[Selection]) -> BulkResult:
+        """DEAD_LETTER and CANCELLED executions → ENQUEUED, each as a new attempt, for the selection
+        (`state`, `queue`, `handler`, `job_id`, `ids`; at most `limit`). Repeat while `more`."""
+        return self._driver.run(bulk("retry", selection))
+
+    def bulk_cancel(self, **selection: Unpack[Selection]) -> BulkResult:
+        """ENQUEUED and PROCESSING executions → CANCELLED, for the selection. Repeat while `more`."""
+        return self._driver.run(bulk("cancel", selection))
+
+    def bulk_delete(self, **selection: Unpack[Selection]) -> BulkResult:
+        """Delete the selected executions that are finished. Repeat while `more`."""
+        return self._driver.run(bulk("delete", selection))
+
+
+class AsyncExecutions:
+    """`client.executions` of the asyncio client."""
+
+    def __init__(self, driver: AsyncDriver) -> None:
+        self._driver = driver
+
+    async def get(self, execution_id: Id) -> Execution:
+        return await self._driver.run(get_execution(execution_id))
+
+    def list(self, **filters: Unpack[ExecutionFilters]) -> AsyncIterator[Execution]:
+        return self._driver.iterate(list_executions(filters))
+
+    async def page(self, cursor: str | None = None, **filters: Unpack[ExecutionFilters]) -> Page[Execution]:
+        return await self._driver.run(list_executions(filters, cursor))
+
+    async def wait(self, execution_id: Id, timeout: float = 60.0) -> Execution:
+        return await self._driver.run(wait_for(execution_id, timeout))
+
+    async def cancel(self, execution_id: Id) -> Execution:
+        return await self._driver.run(cancel_execution(execution_id))
+
+    async def retry(self, execution_id: Id) -> Execution:
+        return await self._driver.run(retry_execution(execution_id))
+
+    async def delete(self, execution_id: Id) -> None:
+        return await self._driver.run(delete_execution(execution_id))
+
+    async def attempts(self, execution_id: Id) -> builtins.list[Attempt]:
+        return await self._driver.run(list_attempts(execution_id))
+
+    def logs(self, execution_id: Id, *, limit: int | None = None) -> AsyncIterator[LogEntry]:
+        return self._driver.iterate(list_logs(execution_id, limit))
+
+    def events(self, execution_id: Id, *, limit: int | None = None) -> AsyncIterator[Event]:
+        return self._driver.iterate(list_events(execution_id, limit))
+
+    async def bulk_retry(self, **selection: Unpack[Selection]) -> BulkResult:
+        return await self._driver.run(bulk("retry", selection))
+
+    async def bulk_cancel(self, **selection: Unpack[Selection]) -> BulkResult:
+        return await self._driver.run(bulk("cancel", selection))
+
+    async def bulk_delete(self, **selection: Unpack[Selection]) -> BulkResult:
+        return await self._driver.run(bulk("delete", selection))
+
+
+share_docs(AsyncExecutions, Executions)

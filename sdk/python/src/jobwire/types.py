@@ -1,0 +1,86 @@
+"""The keyword options of the client's methods, as TypedDicts: a type checker checks each name and
+value (`client.jobs.enqueue("echo", priority="high")` is an error), and at run time they are the
+JSON fields sent. An option left out, or given as None, takes the server's default. A field a
+newer server takes that these do not list still goes through at run time (the type checker then
+wants a `# type: ignore`); the server refuses a name it does not know, naming it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any, Required, TypedDict
+from uuid import UUID
+
+Id = str | UUID  # an execution's, a secret's or an API key's id: a UUID or its text
+
+
+class JobOptions(TypedDict, total=False):
+    """The fields of `POST /v1/jobs` beside `handler` and `payload`."""
+
+    job_id: str | None
+    queue: str | None
+    priority: int | None
+    run_at: datetime | str | None  # aware; RFC 3339 text is sent as it is
+    delay_seconds: float | None
+    max_attempts: int | None
+    stateful: bool | None
+    timeout_seconds: float | None
+    max_duration_seconds: float | None
+    parameters: Mapping[str, Any] | None
+    metadata: Mapping[str, Any] | None
+    idempotency_key: str | None  # without one the client makes one (`sdk-<uuid4>`)
+
+
+class Job(JobOptions, total=False):
+    """One job of a batch (`POST /v1/jobs/batch`)."""
+
+    handler: Required[str]
+    payload: Any
+
+
+class HandlerOptions(TypedDict, total=False):
+    """The fields of `PUT /v1/handlers/{name}` beside `url`."""
+
+    timeout_seconds: float | None
+    max_concurrency: int | None
+    stateful: bool | None
+
+
+class ScheduleOptions(TypedDict, total=False):
+    """The fields of `PUT /v1/schedules/{job_id}` beside `cron` and `handler` (the PUT is the
+    whole definition: a field left out takes its default again)."""
+
+    timezone: str | None
+    queue: str | None
+    payload: Any
+    parameters: Mapping[str, Any] | None
+    metadata: Mapping[str, Any] | None
+    priority: int | None
+    enabled: bool | None
+    execution_mode: str | None  # SINGLE_INSTANCE or EVERY_INSTANCE
+    overlap_policy: str | None  # SKIP or QUEUE_ONE
+    misfire_policy: str | None  # FIRE_ONCE or SKIP
+    max_attempts: int | None
+    tracked: bool | None
+
+
+class ExecutionFilters(TypedDict, total=False):
+    """The filters of `GET /v1/executions`; `limit` is the page size (default 50, at most 500)."""
+
+    state: str | None
+    queue: str | None
+    handler: str | None
+    job_id: str | None
+    limit: int | None
+
+
+class Selection(TypedDict, total=False):
+    """Which executions a bulk action takes: every filter given must match, at least one is needed;
+    at most `limit` (default and most 1,000) in one call."""
+
+    state: str | None
+    queue: str | None
+    handler: str | None
+    job_id: str | None
+    ids: Iterable[Id] | None
+    limit: int | None

@@ -1,0 +1,91 @@
+"""A program using both clients as an application would, for `mypy --strict` (tests/sdk/test_typing.py):
+each call's type is pinned with `assert_type`, so a method that lost its annotation, or whose
+asyncio twin returns something else, fails the check. Never run: it only has to type-check."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import assert_type
+
+from jobwire import (
+    ApiKey,
+    AsyncJobwireClient,
+    Attempt,
+    BulkResult,
+    Event,
+    Execution,
+    Handler,
+    HandlerSecret,
+    JobwireClient,
+    LogEntry,
+    Node,
+    Page,
+    ProblemError,
+    Queue,
+    Readiness,
+    Schedule,
+    Unavailable,
+)
+from jobwire.types import Job
+
+
+def blocking(url: str) -> None:
+    with JobwireClient(url, api_key="key") as client:
+        handler = client.handlers.put("mailer", "https://mail.example.com/jobs", timeout_seconds=30, stateful=False)
+        assert_type(handler, Handler)
+        assert_type(handler.secret, str | None)
+        assert_type(client.handlers.list(), list[Handler])
+        assert_type(client.handlers.add_secret("mailer", expire_others_after_seconds=3600), HandlerSecret)
+        execution = client.jobs.enqueue("mailer", {"to": "a@example.com"}, queue="mail", priority=2,
+                                        run_at=datetime.now(UTC) + timedelta(minutes=5), idempotency_key="m-1")
+        assert_type(execution, Execution)
+        jobs: list[Job] = [{"handler": "mailer", "payload": {"n": n}} for n in range(3)]
+        assert_type(client.jobs.enqueue_batch(jobs), list[Execution])
+        done = client.executions.wait(execution.id, timeout=30.0)
+        assert_type(done.completed_at, datetime | None)
+        assert_type(client.executions.list(state="DEAD_LETTER", limit=100), Iterator[Execution])
+        assert_type(client.executions.page(None, queue="mail"), Page[Execution])
+        assert_type(client.executions.attempts(execution.id), list[Attempt])
+        assert_type(client.executions.logs(execution.id), Iterator[LogEntry])
+        for event in client.executions.events(execution.id):
+            assert_type(event, Event)
+            assert_type(event.data.new_state, str)
+        assert_type(client.executions.bulk_retry(queue="mail", limit=500), BulkResult)
+        assert_type(client.executions.bulk_cancel(ids=[execution.id]), BulkResult)
+        schedule = client.schedules.put("nightly", "0 3 * * *", "mailer", timezone="Europe/Paris", enabled=False)
+        assert_type(schedule, Schedule)
+        assert_type(client.schedules.preview("nightly", count=3), list[datetime])
+        assert_type(client.schedules.trigger("nightly"), Execution)
+        assert_type(client.queues.pause("mail"), Queue)
+        assert_type(client.nodes.list(), list[Node])
+        key = client.api_keys.create("reports", ["read"], queues=["mail"])
+        assert_type(key, ApiKey)
+        assert_type(client.readiness(), Readiness)
+        assert_type(client.metrics(), str)
+        assert_type(client.executions.delete(execution.id), None)
+        try:
+            client.executions.retry(execution.id)
+        except Unavailable as lost:
+            assert_type(lost.maybe_applied, bool)
+        except ProblemError as refused:
+            assert_type(refused.fields, list[str])
+
+
+async def asynchronous(url: str) -> None:
+    async with AsyncJobwireClient(url) as client:
+        assert_type(await client.handlers.put("mailer", "https://mail.example.com/jobs"), Handler)
+        execution = await client.jobs.enqueue("mailer", {"to": "a@example.com"}, delay_seconds=1.5)
+        assert_type(execution, Execution)
+        assert_type(await client.executions.wait(execution.id), Execution)
+        listed = client.executions.list(queue="mail")
+        assert_type(listed, AsyncIterator[Execution])
+        async for item in listed:
+            assert_type(item.state, str)
+        assert_type(await client.executions.attempts(execution.id), list[Attempt])
+        assert_type(client.executions.logs(execution.id, limit=10), AsyncIterator[LogEntry])
+        assert_type(await client.executions.bulk_delete(state="SUCCEEDED"), BulkResult)
+        assert_type(await client.schedules.list(), list[Schedule])
+        assert_type(await client.queues.list(), list[Queue])
+        assert_type(await client.api_keys.list(), list[ApiKey])
+        assert_type(await client.readiness(), Readiness)
