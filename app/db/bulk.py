@@ -4,12 +4,13 @@ the single routes' guarded writes)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from importlib import resources
 from uuid import UUID
 
 from app.db.database import Connection
 from app.db.queries import parse
-from app.db.statements import fetch
+from app.db.statements import fetch, fetchval
 from app.domain.executions import ListFilter
 from app.domain.states import JobState
 
@@ -19,12 +20,21 @@ _FILTERS = ("state", "queue", "handler", "job_id")
 
 class BulkRepository:
     async def select(self, conn: Connection, states: Sequence[JobState], filters: ListFilter,
-                     ids: Sequence[UUID] | None, n: int, *,
-                     registered_handlers: bool = False) -> list[tuple[UUID, str]]:
-        """(id, handler) of up to n executions in `states` matching every filter given (and, when
-        `ids` is not None, among them), oldest first; `registered_handlers`: only those whose handler
-        is registered (the rows a retry can change)."""
-        where, params = [], {"states": [s.value for s in states], "n": n}
+                     ids: Sequence[UUID] | None, n: int, *, as_of: datetime,
+                     after: tuple[datetime, UUID] | None = None, queues: Sequence[str] | None = None,
+                     registered_handlers: bool = False) -> list[tuple[UUID, str, datetime]]:
+        """(id, handler, created_at) of up to n executions in `states` matching every filter given
+        (and, when `ids` or `queues` is not None, among them), created by `as_of`, oldest first,
+        after the (created_at, id) `after` in that order; `registered_handlers`: only those whose
+        handler is registered (the rows a retry can change)."""
+        where, params = [], {"states": [s.value for s in states], "n": n, "as_of": as_of}
+        if after is not None:
+            # The statement's order: created_at ascending, then id descending.
+            where.append("AND (created_at > :after_created OR (created_at = :after_created AND id < :after_id))")
+            params["after_created"], params["after_id"] = after
+        if queues is not None:
+            where.append("AND queue = ANY(CAST(:queues AS text[]))")
+            params["queues"] = list(queues)
         for column in _FILTERS:
             value = getattr(filters, column)
             if value is not None:
@@ -35,4 +45,8 @@ class BulkRepository:
             params["ids"] = list(ids)
         statement = "executions_select_for_bulk_retry" if registered_handlers else "executions_select_for_bulk"
         sql = _Q[statement].replace("/* filters */", " ".join(where))
-        return [(r["id"], r["handler"]) for r in await fetch(conn, sql, **params)]
+        return [(r["id"], r["handler"], r["created_at"]) for r in await fetch(conn, sql, **params)]
+
+    async def as_of(self, conn: Connection) -> datetime:
+        """The database's time: the instant a bulk action's first call takes its executions at."""
+        return await fetchval(conn, _Q["bulk_as_of"])

@@ -8,12 +8,16 @@ meanwhile (finished, claimed, cancelled by someone else; for a retry, its handle
 skipped, not an error: `changed` counts the writes that applied, `skipped` the rows selected that
 were not changed. Changed and skipped rows have left the selection, and a row the action cannot
 change never enters it (a retry of a deleted handler's rows would otherwise be selected first by
-every call, forever), so every call makes progress and repeating it until `more` is false works
-through a backlog larger than `limit`.
+every call, forever), so every call makes progress.
+
+A repetition is one pass, and ends: a call that leaves rows matching answers `next_cursor`, which
+the next call sends. The cursor holds the first call's time (`as_of`: executions created later are
+not taken, so a cancel by queue does not chase the jobs clients keep enqueueing) and the last row
+taken (the next call starts after it, so a retried job that dead-letters again at once is not
+taken twice).
 
 A caller whose API key is limited to queues (`queues`) acts on those queues' executions only: the
-selection is narrowed to them (a `queue` filter naming another matches nothing), and selected
-queue by queue, each oldest first.
+selection is narrowed to them (a `queue` filter naming another matches nothing).
 
 Each batch takes its rows' locks in id order, the order of every other batch write (the
 dispatcher's outcomes, the coordinator's scans), so it waits for them rather than deadlocks.
@@ -36,6 +40,7 @@ from app.domain import states
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.executions import ListFilter
 from app.domain.states import JobState
+from app.services.executions import decode_position, encode_position
 from app.services.retrying import retry_contention
 from app.services.wakeups import wake_for_freed_slots
 
@@ -75,7 +80,11 @@ class BulkSelection:
 class BulkResult:
     matched: int  # rows selected (at most the limit)
     changed: int  # writes that applied
-    more: bool  # further rows match beyond the limit
+    next_cursor: str | None  # further rows match beyond the limit: where the next call starts
+
+    @property
+    def more(self) -> bool:
+        return self.next_cursor is not None
 
     @property
     def skipped(self) -> int:
@@ -96,9 +105,10 @@ class BulkService:
         self.batch_size = batch_size
 
     async def apply(self, action: BulkAction, selection: BulkSelection, limit: int = MAX_LIMIT,
-                    queues: frozenset[str] | None = None) -> BulkResult:
-        """`queues`: those the caller's key is limited to (None: every queue)."""
-        rows, more = await self._select(action, selection, limit, queues)
+                    queues: frozenset[str] | None = None, cursor: str | None = None) -> BulkResult:
+        """`queues`: those the caller's key is limited to (None: every queue); `cursor`: the previous
+        call's `next_cursor` (None: a first call)."""
+        rows, next_cursor = await self._select(action, selection, limit, queues, cursor)
         apply = {BulkAction.RETRY: self._retry, BulkAction.CANCEL: self._cancel,
                  BulkAction.DELETE: self._delete}[action]
         changed = 0
@@ -106,10 +116,10 @@ class BulkService:
             # Locked in id order (see the module's docstring); batches still go oldest first.
             batch = sorted(rows[start:start + self.batch_size])
             changed += await retry_contention(partial(apply, batch))
-        return BulkResult(matched=len(rows), changed=changed, more=more)
+        return BulkResult(matched=len(rows), changed=changed, next_cursor=next_cursor)
 
     async def _select(self, action: BulkAction, selection: BulkSelection, limit: int,
-                      queues: frozenset[str] | None = None) -> tuple[list[tuple[UUID, str]], bool]:
+                      queues: frozenset[str] | None, cursor: str | None) -> tuple[list[tuple[UUID, str]], str | None]:
         if selection.is_empty():
             raise ValidationFailed([FieldError("body", "give at least one of state, queue, handler, job_id, ids")])
         if not 1 <= limit <= MAX_LIMIT:
@@ -121,19 +131,24 @@ class BulkService:
             names = " or ".join(s.value for s in allowed)
             raise ValidationFailed([FieldError("state", f"bulk-{action.value} changes only {names} executions")])
         wanted = allowed if selection.state is None else (selection.state,)
+        as_of, *after = (None, None, None) if cursor is None else decode_position(cursor, times=2)
         filters = ListFilter(queue=selection.queue, handler=selection.handler, job_id=selection.job_id)
+        narrowed = None
+        if queues is not None:
+            narrowed = _narrowed(selection.queue, queues)
+            if len(narrowed) == 1:
+                filters, narrowed = replace(filters, queue=narrowed[0]), None
         ids = None if selection.ids is None else sorted(set(selection.ids))
-        select = partial(self.selections.select, registered_handlers=action is BulkAction.RETRY)
         async with self.db.autocommit() as conn:
-            if queues is None:
-                rows = await select(conn, wanted, filters, ids, limit + 1)
-            else:
-                rows = []
-                for queue in _narrowed(selection.queue, queues):
-                    if len(rows) > limit:
-                        break
-                    rows += await select(conn, wanted, replace(filters, queue=queue), ids, limit + 1 - len(rows))
-        return rows[:limit], len(rows) > limit
+            as_of = as_of or await self.selections.as_of(conn)
+            rows = [] if narrowed == [] else await self.selections.select(
+                conn, wanted, filters, ids, limit + 1, as_of=as_of, after=None if cursor is None else tuple(after),
+                queues=narrowed, registered_handlers=action is BulkAction.RETRY)
+        next_cursor = None
+        if len(rows) > limit:
+            last_id, _, last_created = rows[limit - 1]
+            next_cursor = encode_position(as_of, last_created, last_id)
+        return [(id_, handler) for id_, handler, _ in rows[:limit]], next_cursor
 
     async def _cancel(self, batch: Sequence[tuple[UUID, str]]) -> int:
         async with self.db.transaction() as conn:

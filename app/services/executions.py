@@ -37,24 +37,39 @@ class Page:
 
 
 def encode_cursor(execution: Execution) -> str:
-    raw = orjson.dumps([execution.created_at.isoformat(), str(execution.id)])
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return encode_position(execution.created_at, execution.id)
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
     """The (created_at, id) an encode_cursor() cursor holds; ValidationFailed naming `cursor` for
     anything else, whatever it decodes to (a dict of two keys, numbers, non-ASCII digits)."""
+    *times, id_ = decode_position(cursor, times=1)
+    return times[0], id_
+
+
+def encode_position(*parts: datetime | UUID) -> str:
+    """An opaque cursor of times and an id: the JSON list of their texts, base64url."""
+    raw = orjson.dumps([p.isoformat() if isinstance(p, datetime) else str(p) for p in parts])
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_position(cursor: str, times: int) -> list[Any]:
+    """The `times` aware datetimes and the UUID an encode_position() cursor holds; ValidationFailed
+    naming `cursor` for anything else."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        pair = orjson.loads(raw)
-        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) and p.isascii() for p in pair)):
-            raise ValueError("not a [time, id] pair of ASCII strings")
-        created, id_ = pair
-        when = datetime.fromisoformat(created)
-        if when.tzinfo is None:
-            raise ValueError("naive time")
-        when.astimezone(UTC)  # OverflowError when out of range in UTC (asyncpg would fail on it)
-        return when, UUID(id_)
+        parts = orjson.loads(raw)
+        if not (isinstance(parts, list) and len(parts) == times + 1
+                and all(isinstance(p, str) and p.isascii() for p in parts)):
+            raise ValueError(f"not a list of {times + 1} ASCII strings")
+        decoded: list[Any] = []
+        for text in parts[:times]:
+            when = datetime.fromisoformat(text)
+            if when.tzinfo is None:
+                raise ValueError("naive time")
+            when.astimezone(UTC)  # OverflowError when out of range in UTC (asyncpg would fail on it)
+            decoded.append(when)
+        return [*decoded, UUID(parts[times])]
     except (binascii.Error, ValueError, TypeError, OverflowError, orjson.JSONDecodeError) as exc:
         raise ValidationFailed([FieldError("cursor", "not a cursor this API issued")]) from exc
 

@@ -68,9 +68,20 @@ def counts(matched: int, changed: int, *, skipped: int = 0, more: bool = False) 
 
 
 async def bulk(api: httpx.AsyncClient, action: str, **body: Any) -> dict[str, Any]:
+    """A bulk action's answer, its `next_cursor` checked against `more` and left out."""
+    return without_cursor(await bulk_with_cursor(api, action, **body))
+
+
+async def bulk_with_cursor(api: httpx.AsyncClient, action: str, **body: Any) -> dict[str, Any]:
     response = await api.post(f"/v1/executions/{action}", json=body)
     assert response.status_code == 200, response.text
-    return response.json()
+    answer = response.json()
+    assert (answer["next_cursor"] is not None) == answer["more"], answer
+    return answer
+
+
+def without_cursor(answer: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in answer.items() if k != "next_cursor"}
 
 
 # --- DELETE /v1/executions/{id} ----------------------------------------------------------------
@@ -128,7 +139,7 @@ async def test_the_bulk_paths_are_not_taken_for_execution_ids(api, h, db):
     for action in ACTIONS:
         response = await api.post(f"/v1/executions/{action}", json={"handler": "h"})
         assert response.status_code == 200, (action, response.text)
-        assert set(response.json()) == {"matched", "changed", "skipped", "more"}
+        assert set(response.json()) == {"matched", "changed", "skipped", "more", "next_cursor"}
     for action in ACTIONS:  # the same words as an id, on the routes of one execution: not UUIDs
         assert problem_fields(await api.get(f"/v1/executions/{action}"), 422) == ["execution_id"]
         assert problem_fields(await api.delete(f"/v1/executions/{action}"), 422) == ["execution_id"]
@@ -185,7 +196,7 @@ async def test_the_bulk_routes_take_the_api_key(jobwire):
         problem_fields(await client.delete(f"/v1/executions/{uuid.uuid4()}"), 401)
         ok = await client.post("/v1/executions/bulk-cancel", json={"state": "ENQUEUED"},
                                headers={"authorization": "Bearer k1"})
-        assert ok.status_code == 200 and ok.json() == counts(0, 0)
+        assert ok.status_code == 200 and ok.json() == {**counts(0, 0), "next_cursor": None}
 
 
 # --- each action by each filter -----------------------------------------------------------------
@@ -331,6 +342,43 @@ async def test_repeating_a_bulk_retry_until_more_is_false_ends_past_rows_it_cann
     assert answers == [counts(3, 3, more=True), counts(2, 2)]
     assert [await state_of(api, e) for e in retryable] == ["ENQUEUED"] * 5
     assert [await state_of(api, e) for e in orphans] == ["DEAD_LETTER"] * 3
+
+
+async def test_repeating_a_bulk_retry_with_its_cursor_ends_though_retried_rows_dead_letter_again(api, h, db):
+    """Five dead-lettered rows, limit 2: after each call the rows it retried dead-letter again at
+    once (as a handler that always fails would leave them). Sent with the cursor, the calls take
+    each row once and the repetition ends; without it, they would take the same rows for ever."""
+    dead = [await in_state(db, api, "DEAD_LETTER") for _ in range(5)]
+    answers, cursor = [], None
+    for _ in range(10):
+        answer = await bulk_with_cursor(api, "bulk-retry", state="DEAD_LETTER", limit=2,
+                                        **({} if cursor is None else {"cursor": cursor}))
+        answers.append(without_cursor(answer))
+        await sql(db, "UPDATE job_executions SET state = 'DEAD_LETTER', completed_at = now() "
+                      "WHERE state = 'ENQUEUED'")  # each retried job failed again at once
+        cursor = answer["next_cursor"]
+        if cursor is None:
+            break
+    assert answers == [counts(2, 2, more=True), counts(2, 2, more=True), counts(1, 1)]
+    attempts = [(await api.get(f"/v1/executions/{e}")).json()["attempt"] for e in dead]
+    assert attempts == [1] * 5  # each retried once
+
+
+async def test_repeating_a_bulk_cancel_with_its_cursor_does_not_chase_jobs_enqueued_meanwhile(api, h, db):
+    first = [(await enqueue(api, queue="busy"))["id"] for _ in range(3)]
+    answer = await bulk_with_cursor(api, "bulk-cancel", queue="busy", limit=2)
+    assert without_cursor(answer) == counts(2, 2, more=True)
+    later = [(await enqueue(api, queue="busy"))["id"] for _ in range(2)]  # clients keep enqueueing
+    rest = await bulk_with_cursor(api, "bulk-cancel", queue="busy", limit=2, cursor=answer["next_cursor"])
+    assert without_cursor(rest) == counts(1, 1)
+    assert [await state_of(api, e) for e in first] == ["CANCELLED"] * 3
+    assert [await state_of(api, e) for e in later] == ["ENQUEUED"] * 2
+
+
+@pytest.mark.parametrize("cursor", ["x", "eyJhIjoxfQ", "WyIyMDI2LTEyLTAyVDAwOjAwOjAwKzAwOjAwIl0"])
+async def test_a_cursor_the_api_did_not_issue_is_a_422_naming_it(api, h, db, cursor):
+    response = await api.post("/v1/executions/bulk-cancel", json={"queue": "q", "cursor": cursor})
+    assert problem_fields(response, 422) == ["cursor"]
 
 
 async def test_a_row_whose_handler_is_deleted_after_the_selection_is_skipped(api, h, db):

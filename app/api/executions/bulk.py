@@ -34,6 +34,8 @@ class BulkSelectionIn(StrictModel):
     ids: list[UUID] | None = Field(None, max_length=MAX_LIMIT, description=f"at most {MAX_LIMIT:,} ids")
     limit: Annotated[int, Strict(), Field(ge=1, le=MAX_LIMIT)] = Field(
         MAX_LIMIT, description="the most executions this call selects")
+    cursor: str | None = Field(None, max_length=200, description="the previous answer's `next_cursor`, with the same "
+                               "filters: this call goes on where that one stopped. Omitted: a first call")
 
     @model_validator(mode="after")
     def _a_filter(self) -> BulkSelectionIn:
@@ -48,8 +50,10 @@ class BulkSelectionIn(StrictModel):
 
 
 class BulkResultOut(ResponseModel):
-    """Repeat the request while `more` is true: each call selects only executions the action can
-    change, so the repetition ends."""
+    """Repeat the request while `more` is true, sending `next_cursor` as `cursor`: the repetition is
+    one pass over the executions created by the first call, oldest first, and ends. A row taken once
+    is not taken again (a retried job that dead-lettered again at once), and a job enqueued after the
+    first call is not taken."""
 
     matched: int = Field(description="executions selected: matching the filters, ones the action can change, "
                                      "at most `limit`")
@@ -57,16 +61,20 @@ class BulkResultOut(ResponseModel):
     skipped: int = Field(description="of those, the ones it did not change (`matched - changed`): they left the "
                                      "selection meanwhile (finished, claimed, changed by someone else; for a retry, "
                                      "their handler deleted)")
-    more: bool = Field(description="further executions match beyond `limit`: send the request again")
+    more: bool = Field(description="further executions match beyond `limit`: send the request again, with "
+                                   "`next_cursor`")
+    next_cursor: str | None = Field(description="where the next call starts (send it as `cursor`); null when "
+                                                "`more` is false")
 
 
 def _view(result: BulkResult) -> dict[str, object]:
-    return {"matched": result.matched, "changed": result.changed, "skipped": result.skipped, "more": result.more}
+    return {"matched": result.matched, "changed": result.changed, "skipped": result.skipped, "more": result.more,
+            "next_cursor": result.next_cursor}
 
 
 async def _apply(request: Request, action: BulkAction, body: BulkSelectionIn) -> Response:
     s = services_of(request)
-    return FastJSON(_view(await s.bulk.apply(action, body.selection(), body.limit, queues_of(request))))
+    return FastJSON(_view(await s.bulk.apply(action, body.selection(), body.limit, queues_of(request), body.cursor)))
 
 
 @router.delete("/{execution_id}", operation_id="deleteExecution", status_code=204, responses=problems(404, 409))

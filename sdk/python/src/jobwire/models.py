@@ -142,12 +142,14 @@ class LogEntry(Resource):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BulkResult(Resource):
-    """What a bulk action did; `more`: further executions match, send it again."""
+    """What a bulk action did; `more`: further executions match, send it again with
+    `cursor=next_cursor` (the repetition is then one pass, and ends)."""
 
     matched: int
     changed: int
     more: bool
     skipped: int = 0  # matched but left as they were (e.g. a retry whose handler is gone)
+    next_cursor: str | None = None  # where the next call starts
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,7 +76,8 @@ class ExecutionFilters(TypedDict, total=False):
 
 class Selection(TypedDict, total=False):
     """Which executions a bulk action takes: every filter given must match, at least one is needed;
-    at most `limit` (default and most 1,000) in one call."""
+    at most `limit` (default and most 10,000) in one call; `cursor`: the previous answer's
+    `next_cursor`, to go on where it stopped."""
 
     state: str | None
     queue: str | None
@@ -84,3 +85,4 @@ class Selection(TypedDict, total=False):
     job_id: str | None
     ids: Iterable[Id] | None
     limit: int | None
+    cursor: str | None

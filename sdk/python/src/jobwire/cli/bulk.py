@@ -1,9 +1,10 @@
 """`jobwire executions bulk-retry | bulk-cancel | bulk-delete [ID …] [--state S] [--queue Q]
 [--handler H] [--job-id J] [--limit N] [--yes]`.
 
-By ids, the executions named are acted on (in requests of at most 1,000 ids). By filter, one
-request acts on at most `--limit` of what matches, so the command sends it again while the
-answer says `more`, and reports the totals; it asks first on a terminal (`--yes` does not ask,
+By ids, the executions named are acted on (in requests of at most 10,000 ids). By filter, one
+request acts on at most `--limit` of what matches, so the command sends it again with the
+answer's cursor while the answer says `more` (one pass over what existed at the first request),
+and reports the totals; it asks first on a terminal (`--yes` does not ask,
 and is needed when stdin is not one: a script says what it means). A request that changed and
 skipped nothing while `more` stops the command (exit 1) rather than repeat it forever."""
 
@@ -20,7 +21,7 @@ from jobwire.cli.connection import open_client
 from jobwire.cli.failures import CommandError
 from jobwire.models import BulkResult
 
-MAX_IDS = 1000  # the API's limit of ids (and of `limit`) in one request
+MAX_IDS = 10_000  # the API's limit of ids (and of `limit`) in one request
 ACTIONS = {
     "bulk-retry": ("retry", "DEAD_LETTER and CANCELLED → ENQUEUED, each as a new attempt"),
     "bulk-cancel": ("cancel", "ENQUEUED and PROCESSING → CANCELLED"),
@@ -70,9 +71,11 @@ def _run(args: argparse.Namespace) -> int:
             for start in range(0, len(args.ids), MAX_IDS):
                 totals.add(act(ids=args.ids[start:start + MAX_IDS], **filters))
         else:
+            cursor = None
             while True:
-                result = act(limit=args.limit, **filters)
+                result = act(limit=args.limit, cursor=cursor, **filters)
                 totals.add(result)
+                cursor = result.next_cursor
                 if not result.more:
                     break
                 if result.changed + result.skipped == 0:  # the server made no progress: asking again would loop

@@ -115,15 +115,18 @@ class Executions:
 
     def bulk_retry(self, **selection: Unpack[Selection]) -> BulkResult:
         """DEAD_LETTER and CANCELLED executions → ENQUEUED, each as a new attempt, for the selection
-        (`state`, `queue`, `handler`, `job_id`, `ids`; at most `limit`). Repeat while `more`."""
+        (`state`, `queue`, `handler`, `job_id`, `ids`; at most `limit`). Repeat while `more`, with
+        `cursor=result.next_cursor`."""
         return self._driver.run(bulk("retry", selection))
 
     def bulk_cancel(self, **selection: Unpack[Selection]) -> BulkResult:
-        """ENQUEUED and PROCESSING executions → CANCELLED, for the selection. Repeat while `more`."""
+        """ENQUEUED and PROCESSING executions → CANCELLED, for the selection. Repeat while `more`, with
+        `cursor=result.next_cursor`."""
         return self._driver.run(bulk("cancel", selection))
 
     def bulk_delete(self, **selection: Unpack[Selection]) -> BulkResult:
-        """Delete the selected executions that are finished. Repeat while `more`."""
+        """Delete the selected executions that are finished. Repeat while `more`, with
+        `cursor=result.next_cursor`."""
         return self._driver.run(bulk("delete", selection))
 
 
