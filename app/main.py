@@ -19,7 +19,7 @@ from app.coordinator.coordinator import Coordinator, CoordinatorConfig
 from app.db.database import Database
 from app.db.embedded import EmbeddedPostgres, EmbeddedStartFailed
 from app.db.connection import DatabaseConfig, asyncpg_dsn, server_settings
-from app.db.migrate import upgrade
+from app.db.migrate import head_revisions, newer_than_this_build, upgrade
 from app.db.notify import NotifyListener
 from app.dispatcher.dispatcher import Dispatcher, DispatcherConfig
 from app.domain.errors import DatabaseUnavailable
@@ -79,7 +79,12 @@ async def open_database(settings: Settings, url: str, node_id: str, embedded: bo
     try:
         if settings.migrate_on_start:
             before, after = await upgrade(url, settings.db_schema)
-            if before == after:
+            if after is not None and newer_than_this_build(set(after.split(","))):
+                log.warning("migrations: the database is at %s, a revision of a newer build than this one "
+                            "(head %s); not migrating, this node runs on it as a node of the previous version",
+                            after, ",".join(sorted(head_revisions())),
+                            extra=fields(node=node_id, revision=after))
+            elif before == after:
                 log.info("migrations: the database is already at head (%s)", after,
                          extra=fields(node=node_id, revision=after))
             else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -45,6 +46,20 @@ def head_revisions() -> set[str]:
     return set(ScriptDirectory(str(script_location())).get_heads())
 
 
+@cache
+def known_revisions() -> frozenset[str]:
+    """Every revision this build's scripts have."""
+    return frozenset(s.revision for s in ScriptDirectory(str(script_location())).walk_revisions())
+
+
+def newer_than_this_build(revisions: set[str]) -> bool:
+    """Whether the database's revisions were all written by a newer build (none of them is among
+    this build's scripts). During a rolling upgrade the first node of the new version migrates;
+    a node of the previous version keeps working on that schema, so it neither tries to migrate
+    (alembic cannot find the revision) nor calls itself unready."""
+    return bool(revisions) and not revisions & known_revisions()
+
+
 # Alembic keeps its running environment (`alembic.context`, `alembic.op`) in module globals,
 # so two migrations in one process (two apps' start-ups, each in a worker thread) would tear
 # down each other's context. Serialise them here; across processes env.py's advisory lock does.
@@ -66,6 +81,8 @@ async def upgrade(url: str, schema: str | None) -> tuple[str | None, str | None]
     Before is read outside the migration lock: a node that starts beside another may find the
     other's work done, so it says what the database was at, not what it applied itself."""
     before = await current_revision(url, schema)
+    if before is not None and newer_than_this_build(set(before.split(","))):
+        return before, before
     # env.py runs its own event loop (asyncio.run), so it must not run on this one.
     await asyncio.to_thread(upgrade_sync, url, schema)
     return before, await current_revision(url, schema)

@@ -1,10 +1,11 @@
-"""Readiness: the database answers and its migrations are at this build's head."""
+"""Readiness: the database answers and its migrations are at this build's head, or at revisions of
+a newer build (a rolling upgrade: a node of the previous version keeps serving)."""
 
 from __future__ import annotations
 
 from app.db.database import Database
 from app.db.handlers import MetaRepository
-from app.db.migrate import head_revisions
+from app.db.migrate import head_revisions, newer_than_this_build
 
 
 class HealthService:
@@ -19,6 +20,6 @@ class HealthService:
                 current = await self.meta.migration_heads(conn)
         except Exception as exc:  # any failure to ask is "not ready", never a 500
             return False, f"database unreachable: {type(exc).__name__}"
-        if current != self.expected:
+        if current != self.expected and not newer_than_this_build(current):
             return False, f"migrations at {sorted(current) or 'none'}, expected {sorted(self.expected)}"
         return True, "ready"

@@ -20,6 +20,9 @@ async def healthz() -> Response:
 
 @router.get("/readyz", operation_id="readiness", response_model=Health, responses=problems(503))
 async def readyz(request: Request) -> Response:
+    """Ready (200) when the database answers and its migrations are at this build's head, or at a
+    newer build's (a rolling upgrade: a node of the previous version keeps serving); 503 while the
+    database is unreachable or behind this build (migrations not yet applied)."""
     s = services_of(request)
     ready, detail = await s.health.readiness()
     if not ready:
