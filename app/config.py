@@ -44,9 +44,11 @@ class Settings(BaseSettings):
     migrate_on_start: bool = Field(True, description="run `alembic upgrade head` at start-up")
     host: str = Field("127.0.0.1", description="listen address")
     port: int = Field(8000, ge=1, le=65535, description="listen port")
-    public_url: str | None = Field(None, description="base URL handlers call back; default http://<host>:<port>")
+    public_url: str | None = Field(None, description="base URL handlers call back; default http://<host>:<port> "
+                                   "(a wildcard host, 0.0.0.0 or ::, as 127.0.0.1)")
     api_keys: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, description="Bearer keys for management routes; empty → open")
+        default_factory=list, description="bootstrap Bearer keys for management routes, beside the keys stored by "
+        "POST /v1/api-keys; with neither, the API is open")
     node_name: str = Field(default_factory=socket.gethostname, description="first part of the node id")
     queues: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="queues this node claims from; empty → all")

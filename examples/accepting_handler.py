@@ -1,5 +1,5 @@
 """A handler that accepts every job (202) and prints it, one JSON line per attempt, so that you
-can report back by hand with curl (README: "The callback protocol, with curl").
+can report back by hand with curl (docs/guides/handler-http.md shows how).
 
     JOBWIRE_HANDLER_SECRET=whsec_... python examples/accepting_handler.py --port 9001 > /tmp/jobs.jsonl
 

@@ -4,7 +4,7 @@ app/domain/handler_secrets.py's.
 
 JOBWIRE_SECRET_KEY may list several keys, newest first (MultiFernet): the first seals, every one
 reads. A start-up seals again what an older key of the list sealed (app/services/secrets_at_rest.py);
-README's "Rotate JOBWIRE_SECRET_KEY" says in which order the nodes get the new list.
+docs/guides/security.md ("Rotate JOBWIRE_SECRET_KEY") says in which order the nodes get the new list.
 
 Decrypting costs a Fernet HMAC and an AES pass: the dispatch path, which reads every
 claimed job's secrets as stored, must not pay it per call, so what `reveal` decrypts is kept in an

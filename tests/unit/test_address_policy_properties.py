@@ -1,7 +1,7 @@
 """JOBWIRE_HANDLER_NETWORKS by property (hypothesis): every IPv6 spelling of an IPv4 address gets
 that address's verdict, under every keyword and CIDR; any text parses or is InvalidNetworks; a CIDR
 admits every address it speaks for; a verdict is exactly what the keywords' classes and the CIDRs
-say. What each keyword admits is written out here as README says it, not read from the code."""
+say. What each keyword admits is written out here as the security guide says it, not read from the code."""
 
 from __future__ import annotations
 

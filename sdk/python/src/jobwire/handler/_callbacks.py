@@ -1,4 +1,4 @@
-"""The callbacks of one attempt (README "Callbacks at a glance"), over httpx, with the
+"""The callbacks of one attempt (docs/reference/protocol.md), over httpx, with the
 attempt's callback token. Each method maps Jobwire's answer to what the context needs.
 
 Every callback rides out a short outage of Jobwire (a restart, a database failover: any node

@@ -2,7 +2,7 @@
 request's `v1,` signatures. During a rotation Jobwire signs with every active secret, and a
 handler may hold the old and the new one, so either side can switch first.
 
-Not the `standardwebhooks` package (what README shows applications that verify by themselves):
+Not the `standardwebhooks` package (what the docs show applications that verify by themselves):
 its `Webhook.verify` takes one secret per instance, so a rotation would verify the request once
 per secret, and it decodes the body as JSON each time, which the toolkit then does again to read
 the job. The check is the specification's and small; tests/sdk/test_handler_toolkit.py signs its
