@@ -34,6 +34,7 @@ from app.delivery.secret_cipher import SecretCipher
 from app.delivery.destinations import Resolver, system_resolver
 from app.delivery.transport import AiohttpTransport, Http11Transport
 from app.services.api_keys import ApiKeyService
+from app.services.blockers import BlockerService
 from app.services.bulk import BulkService
 from app.services.callbacks import CallbackService
 from app.services.coordination import CoordinationConfig, CoordinationService
@@ -192,7 +193,8 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
             counters = NodeCounters()
             callbacks = CallbackService(db, server_key, outcomes, settings.execution_timeout, counters=counters)
             coordination = CoordinationService(
-                db, CoordinationConfig(node_id=node_id, heartbeat_timeout=settings.heartbeat_timeout))
+                db, CoordinationConfig(node_id=node_id, heartbeat_timeout=settings.heartbeat_timeout,
+                                       queues=tuple(settings.queues) or None))
             app.state.services = Services(
                 enqueue=EnqueueService(db, EnqueueLimits(settings.max_payload_bytes), counters=counters),
                 executions=ExecutionService(db),
@@ -205,6 +207,7 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
                 metrics=MetricsService(db, node_id, counters),
                 purge=PurgeService(db),
                 bulk=BulkService(db),
+                blockers=BlockerService(db, settings.heartbeat_timeout),
             )
             app.state.node_id = node_id
             # Database keys and whether the API is open (app/api/auth.py); bootstrap keys: create_api.

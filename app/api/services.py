@@ -12,6 +12,7 @@ from app.services.coordination import CoordinationService
 from app.services.enqueue import EnqueueService
 from app.services.executions import ExecutionService
 from app.services.handlers import HandlerService
+from app.services.blockers import BlockerService
 from app.services.health import HealthService
 from app.services.metrics import MetricsService
 from app.services.queues import QueueService
@@ -32,6 +33,7 @@ class Services:
     metrics: MetricsService
     purge: PurgeService
     bulk: BulkService
+    blockers: BlockerService
 
 
 def services_of(request: Request) -> Services:

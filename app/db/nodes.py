@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from app.db.database import Connection
@@ -13,9 +14,11 @@ Q = load("nodes.sql")
 
 
 class NodeRepository:
-    async def heartbeat(self, conn: Connection, server_id: str) -> datetime:
-        """Write this node's heartbeat; returns the database time it wrote."""
-        return await fetchval(conn, Q["node_heartbeat"], server_id=server_id)
+    async def heartbeat(self, conn: Connection, server_id: str, queues: Sequence[str] | None = None) -> datetime:
+        """Write this node's heartbeat, with the queues it claims from (None: every queue); returns
+        the database time it wrote."""
+        return await fetchval(conn, Q["node_heartbeat"], server_id=server_id,
+                              queues=None if queues is None else list(queues))
 
     async def now(self, conn: Connection) -> datetime:
         return await fetchval(conn, Q["db_now"])

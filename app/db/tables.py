@@ -246,6 +246,7 @@ job_server_heartbeats = Table(
     Column("server_id", Text, primary_key=True),
     Column("last_heartbeat", TS, nullable=False, server_default=NOW),
     Column("started_at", TS, nullable=False, server_default=NOW),
+    Column("queues", ARRAY(Text)),  # the node's JOBWIRE_QUEUES; NULL: every queue
 )
 
 job_meta = Table(

@@ -12,3 +12,4 @@ class Node:
     started_at: datetime
     last_heartbeat: datetime
     in_flight: int
+    queues: list[str] | None = None  # the queues it claims from; None: every queue

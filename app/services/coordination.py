@@ -29,6 +29,7 @@ class CoordinationConfig:
     node_id: str
     heartbeat_timeout: float
     batch_size: int = 500
+    queues: tuple[str, ...] | None = None  # the queues this node claims from; None: every queue
 
 
 @dataclass(slots=True)
@@ -59,7 +60,7 @@ class CoordinationService:
         failures = self.db.failures
         try:
             async with self.db.transaction() as conn:
-                written_at = await self.nodes.heartbeat(conn, self.config.node_id)
+                written_at = await self.nodes.heartbeat(conn, self.config.node_id, self.config.queues)
         except DatabaseUnavailable:
             self.outage.failed()
             raise

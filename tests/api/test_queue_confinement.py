@@ -333,6 +333,8 @@ CONFINEMENT: dict[tuple[str, str], Rule] = {
                                                         mine_ok=True),
     ("GET", "/v1/executions/{execution_id}/attempts"): Item("GET", "/v1/executions/{execution_id}/attempts",
                                                             "enqueued", mine_ok=True),
+    ("GET", "/v1/executions/{execution_id}/blockers"): Item("GET", "/v1/executions/{execution_id}/blockers",
+                                                            "enqueued", mine_ok=True),
     ("GET", "/v1/executions/{execution_id}/events"): Item("GET", "/v1/executions/{execution_id}/events", "cancelled",
                                                           mine_ok=True),
     ("POST", "/v1/executions/{execution_id}/cancel"): Item("POST", "/v1/executions/{execution_id}/cancel",

@@ -287,6 +287,22 @@ async def test_executions_list_show_cancel_retry(cli: Callable[..., Awaitable[Do
     assert retried.status == 0 and "ENQUEUED" in retried.out
 
 
+async def test_executions_blockers_says_what_holds_a_job_back(cli: Callable[..., Awaitable[Done]],
+                                                              api: httpx.AsyncClient, server: RunningServer) -> None:
+    url = ("--url", server.url)
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    job = (await api.post("/v1/jobs", json={"handler": "mailer", "queue": "held",
+                                            "run_at": "2999-01-01T00:00:00Z"})).json()
+    assert (await api.post("/v1/queues/held/pause")).status_code == 200
+    found = (await cli("executions", "blockers", job["id"], *url, "--json")).json()
+    assert [item["reason"] for item in found["items"]][:2] == ["scheduled", "queue_paused"]
+    shown = await cli("executions", "blockers", job["id"], *url)
+    assert shown.status == 0 and "queue_paused" in shown.out and "held" in shown.out
+    await api.post(f"/v1/executions/{job['id']}/cancel")
+    done = await cli("executions", "blockers", job["id"], *url)
+    assert done.status == 0 and "CANCELLED: nothing holds it back" in done.out
+
+
 async def test_executions_attempts_and_logs_of_a_dispatched_job(
         cli: Callable[..., Awaitable[Done]], jobwire: Callable[..., Awaitable[RunningServer]],
         handler: HandlerServer) -> None:

@@ -43,6 +43,7 @@ CALLS: dict[str, tuple[Call, bool]] = {
     "listExecutionLogs": (lambda c: c.executions.logs(ID), True),
     "listExecutionAttempts": (lambda c: c.executions.attempts(ID), True),
     "listExecutionEvents": (lambda c: c.executions.events(ID), True),
+    "listExecutionBlockers": (lambda c: c.executions.blockers(ID), True),
     "deleteExecution": (lambda c: c.executions.delete(ID), True),
     "cancelExecution": (lambda c: c.executions.cancel(ID), False),
     "retryExecution": (lambda c: c.executions.retry(ID), False),

@@ -34,6 +34,7 @@ CLIENT_METHODS = {
     "listExecutionLogs": "executions.logs",
     "listExecutionAttempts": "executions.attempts",
     "listExecutionEvents": "executions.events",
+    "listExecutionBlockers": "executions.blockers",
     "deleteExecution": "executions.delete",
     "cancelExecution": "executions.cancel",
     "retryExecution": "executions.retry",

@@ -30,6 +30,7 @@ OPERATION_IDS = {
     ("post", "/v1/executions/{execution_id}/retry"): "retryExecution",
     ("get", "/v1/executions/{execution_id}/attempts"): "listExecutionAttempts",
     ("get", "/v1/executions/{execution_id}/events"): "listExecutionEvents",
+    ("get", "/v1/executions/{execution_id}/blockers"): "listExecutionBlockers",
     ("get", "/v1/executions/{execution_id}/logs"): "listExecutionLogs",
     ("post", "/v1/executions/bulk-retry"): "bulkRetryExecutions",
     ("post", "/v1/executions/bulk-cancel"): "bulkCancelExecutions",

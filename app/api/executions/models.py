@@ -131,3 +131,26 @@ class EventOut(ResponseModel):
 class EventPage(ResponseModel):
     items: list[EventOut]
     next_cursor: str | None
+
+
+class BlockerOut(ResponseModel):
+    """One reason the execution is not running now; the fields beside `reason` are its data."""
+
+    reason: Literal["scheduled", "queue_paused", "handler_concurrency", "stateful", "no_node_serves_queue"] = Field(
+        description="`scheduled`: due only at `until`; `queue_paused`: its `queue` is paused; `handler_concurrency`: "
+                    "its handler has `in_flight` calls of its `limit` (max_concurrency); `stateful`: another stateful "
+                    "job of its queue, `execution_id` in `state`, runs (PROCESSING) or goes first (ENQUEUED); "
+                    "`no_node_serves_queue`: no live node claims from its `queue` (JOBWIRE_QUEUES)")
+    until: datetime | None = None
+    queue: str | None = None
+    in_flight: int | None = None
+    limit: int | None = None
+    execution_id: UUID | None = None
+    state: StateName | None = None
+
+
+class BlockerList(ResponseModel):
+    state: StateName = Field(description="the execution's state: only an ENQUEUED one can be held back")
+    items: list[BlockerOut] = Field(description="every reason it is not running now, read in one snapshot; empty "
+                                                "when nothing holds it back (it is due and waits only for a free slot "
+                                                "of a node) or when it is not ENQUEUED")

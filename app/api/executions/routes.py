@@ -9,8 +9,9 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from app.api.auth import ManagementRoute, queues_of, requires
-from app.api.executions.models import AttemptList, EventPage, ExecutionOut, ExecutionPage, LogPage, StateName
-from app.api.executions.views import attempt_view, event_view, execution_view, log_view
+from app.api.executions.models import (AttemptList, BlockerList, EventPage, ExecutionOut, ExecutionPage, LogPage,
+                                       StateName)
+from app.api.executions.views import attempt_view, blocker_view, event_view, execution_view, log_view
 from app.api.fields import Name
 from app.api.responses import FastJSON, problems
 from app.api.services import services_of
@@ -72,6 +73,19 @@ async def execution_attempts(execution_id: UUID, request: Request) -> Response:
     A claim that was never dispatched (put back to ENQUEUED at the same attempt) is not an attempt."""
     s = services_of(request)
     return FastJSON({"items": [attempt_view(a) for a in await s.executions.attempts(execution_id, queues_of(request))]})
+
+
+@router.get("/{execution_id}/blockers", operation_id="listExecutionBlockers",
+            response_model=BlockerList, responses=problems(404, 422))
+@requires(Scope.READ)
+async def execution_blockers(execution_id: UUID, request: Request) -> Response:
+    """Why an ENQUEUED execution is not running now: every rule of the claim that holds it back,
+    read in one snapshot (`scheduled`, `queue_paused`, `handler_concurrency`, `stateful`,
+    `no_node_serves_queue`). Empty when nothing does: it is due and waits only for a node's free
+    slot, behind the work of higher priority or earlier `scheduled_at`. Waiting spends no attempt."""
+    s = services_of(request)
+    state, blockers = await s.blockers.blockers(execution_id, queues_of(request))
+    return FastJSON({"state": state, "items": [blocker_view(b) for b in blockers]})
 
 
 @router.get("/{execution_id}/events", operation_id="listExecutionEvents",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.domain.attempts import Attempt
+from app.domain.blockers import Blocker
 from app.domain.events import Event
 from app.domain.executions import Execution
 from app.domain.logs import StoredLog
@@ -55,3 +56,13 @@ def attempt_view(a: Attempt) -> dict[str, Any]:
 def event_view(e: Event) -> dict[str, Any]:
     # data as stored: the curated event is the same document wherever it is delivered.
     return {"id": e.id, "type": e.type.value, "occurred_at": e.occurred_at, "data": e.data}
+
+
+def blocker_view(b: Blocker) -> dict[str, Any]:
+    """The reason and the data it has (the fields of other reasons left out)."""
+    view: dict[str, Any] = {"reason": b.reason.value}
+    for name in ("until", "queue", "in_flight", "limit", "execution_id", "state"):
+        value = getattr(b, name)
+        if value is not None:
+            view[name] = value
+    return view

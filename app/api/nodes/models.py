@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from pydantic import Field
+
 from app.api.fields import ResponseModel
 
 
@@ -12,6 +14,7 @@ class NodeOut(ResponseModel):
     started_at: datetime
     last_heartbeat: datetime
     in_flight: int
+    queues: list[str] | None = Field(description="the queues it claims from (JOBWIRE_QUEUES); null: every queue")
 
 
 class NodeList(ResponseModel):

@@ -17,7 +17,7 @@ router = APIRouter(prefix="/v1/nodes", tags=["nodes"], route_class=ManagementRou
 
 def node_view(n: Node) -> dict[str, object]:
     return {"server_id": n.server_id, "started_at": n.started_at, "last_heartbeat": n.last_heartbeat,
-            "in_flight": n.in_flight}
+            "in_flight": n.in_flight, "queues": n.queues}
 
 
 @router.get("", operation_id="listNodes", response_model=NodeList)

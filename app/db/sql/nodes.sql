@@ -2,16 +2,17 @@
 -- "Dead" is judged by the database clock (now()), never a node's.
 
 -- name: node_heartbeat
--- Returns the database time it wrote (the outage rule counts in it).
-INSERT INTO job_server_heartbeats AS h (server_id, last_heartbeat, started_at)
-VALUES (:server_id, now(), now())
-ON CONFLICT (server_id) DO UPDATE SET last_heartbeat = now()
+-- Returns the database time it wrote (the outage rule counts in it). :queues: the queues the node
+-- claims from, NULL for every queue.
+INSERT INTO job_server_heartbeats AS h (server_id, last_heartbeat, started_at, queues)
+VALUES (:server_id, now(), now(), CAST(:queues AS text[]))
+ON CONFLICT (server_id) DO UPDATE SET last_heartbeat = now(), queues = excluded.queues
 RETURNING h.last_heartbeat
 
 -- name: nodes_live
 -- Live nodes and the HTTP calls each has in flight (rows it holds; 202-accepted rows are held
 -- by their handlers, not by a node).
-SELECT h.server_id, h.started_at, h.last_heartbeat,
+SELECT h.server_id, h.started_at, h.last_heartbeat, h.queues,
        (SELECT count(*) FROM job_executions e
         WHERE e.state = 'PROCESSING' AND e.locked_by = h.server_id) AS in_flight
 FROM job_server_heartbeats h

@@ -10,6 +10,8 @@ from jobwire.models import (
     TERMINAL_STATES,
     ApiKey,
     Attempt,
+    Blocker,
+    Blockers,
     BulkResult,
     Event,
     Execution,
@@ -26,7 +28,7 @@ from jobwire.models import (
     TransitionEvent,
 )
 
-__all__ = ["TERMINAL_STATES", "ApiKey", "AsyncJobwireClient", "Attempt", "BulkResult", "Event", "Execution", "Handler",
-           "HandlerSecret", "Health", "InvalidResponse", "JobwireClient", "JobwireError", "LogEntry", "Node", "Page",
-           "ProblemError", "Progress", "Queue", "Readiness", "Retries", "Schedule", "TransitionEvent", "Unavailable",
-           "__version__"]
+__all__ = ["TERMINAL_STATES", "ApiKey", "AsyncJobwireClient", "Attempt", "Blocker", "Blockers", "BulkResult",
+           "Event", "Execution", "Handler", "HandlerSecret", "Health", "InvalidResponse", "JobwireClient",
+           "JobwireError", "LogEntry", "Node", "Page", "ProblemError", "Progress", "Queue", "Readiness", "Retries",
+           "Schedule", "TransitionEvent", "Unavailable", "__version__"]

@@ -72,6 +72,7 @@ RESEND: Mapping[str, Resend] = {
     "listExecutionLogs": SAFE,
     "listExecutionAttempts": SAFE,
     "listExecutionEvents": SAFE,
+    "listExecutionBlockers": SAFE,
     "deleteExecution": DELETE,
     "cancelExecution": unsafe(
         "a second cancel of a cancelled execution is refused (409), which would say the cancel failed",

@@ -14,9 +14,9 @@ from typing import Any, Generic, TypeVar
 
 from jobwire._resource import Resource, many, one, parse_time, times
 
-__all__ = ["TERMINAL_STATES", "ApiKey", "Attempt", "BulkResult", "Event", "Execution", "Handler", "HandlerSecret",
-           "Health", "LogEntry", "Node", "Page", "Progress", "Queue", "Readiness", "Schedule", "TransitionEvent",
-           "parse_time"]
+__all__ = ["TERMINAL_STATES", "ApiKey", "Attempt", "Blocker", "Blockers", "BulkResult", "Event", "Execution",
+           "Handler", "HandlerSecret", "Health", "LogEntry", "Node", "Page", "Progress", "Queue", "Readiness",
+           "Schedule", "TransitionEvent", "parse_time"]
 
 T = TypeVar("T")
 
@@ -91,6 +91,35 @@ class Attempt(Resource):
     http_status: int | None = None
 
     _READERS = times("started_at", "ended_at")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Blocker(Resource):
+    """One reason an ENQUEUED execution is not running now (`GET /v1/executions/{id}/blockers`):
+    `scheduled` (`until`), `queue_paused` (`queue`), `handler_concurrency` (`in_flight` of
+    `limit`), `stateful` (`execution_id` in `state`, PROCESSING or ENQUEUED ahead),
+    `no_node_serves_queue` (`queue`)."""
+
+    reason: str
+    until: datetime | None = None
+    queue: str | None = None
+    in_flight: int | None = None
+    limit: int | None = None
+    execution_id: str | None = None
+    state: str | None = None
+
+    _READERS = times("until")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Blockers(Resource):
+    """Why an execution is not running now: its `state`, and `items`, empty when nothing holds it
+    back (or it is not ENQUEUED)."""
+
+    state: str
+    items: list[Blocker] = field(default_factory=list)
+
+    _READERS = {"items": many(Blocker.from_json)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -245,6 +274,7 @@ class Node(Resource):
     started_at: datetime
     last_heartbeat: datetime
     in_flight: int = 0
+    queues: list[str] | None = None  # the queues it claims from; None: every queue
 
     _READERS = times("started_at", "last_heartbeat")
 

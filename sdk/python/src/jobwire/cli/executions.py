@@ -1,4 +1,4 @@
-"""`jobwire executions list | show | attempts | logs | events | cancel | retry | delete`, and the bulk
+"""`jobwire executions list | show | attempts | blockers | logs | events | cancel | retry | delete`, and the bulk
 actions `bulk-retry | bulk-cancel | bulk-delete` (jobwire.cli.bulk)."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ COMMANDS = ("executions",)
 COLUMNS = ("id", "handler", "queue", "state", "attempt", "created_at", "last_error")
 ATTEMPT_COLUMNS = ("attempt", "state", "started_at", "duration_ms", "node", "http_status", "error_type", "error")
 LOG_COLUMNS = ("logged_at", "attempt", "level", "message")
+BLOCKER_COLUMNS = ("reason", "until", "queue", "in_flight", "limit", "execution_id", "state")
 EVENT_COLUMNS = ("id", "type", "occurred_at", "data.attempt", "data.new_state", "data.error_type", "data.retry_at")
 
 
@@ -34,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
     for name, run, text in (("show", _show, "one execution"),
                             ("attempts", _attempts, "its attempt history, oldest first"),
+                            ("blockers", _blockers, "why it is not running now: what holds it back, if anything"),
                             ("logs", _logs, "its handlers' log entries, oldest first"),
                             ("events", _events, "its transition events, oldest first"),
                             ("cancel", _cancel, "ENQUEUED or PROCESSING → CANCELLED"),
@@ -65,6 +67,18 @@ def _show(args: argparse.Namespace) -> None:
 def _attempts(args: argparse.Namespace) -> None:
     with open_client(args) as client:
         output.show_list(args, client.executions.attempts(args.execution_id), ATTEMPT_COLUMNS)
+
+
+def _blockers(args: argparse.Namespace) -> None:
+    with open_client(args) as client:
+        found = client.executions.blockers(args.execution_id)
+    if args.json:
+        output.print_json(found.raw)
+    elif not found.items:
+        output.said(args, found.raw, f"{found.state}: nothing holds it back"
+                    + (" (it waits only for a free slot of a node)" if found.state == "ENQUEUED" else ""))
+    else:
+        output.show_list(args, found.items, BLOCKER_COLUMNS, title=f"{found.state}, held back by")
 
 
 def _logs(args: argparse.Namespace) -> None:

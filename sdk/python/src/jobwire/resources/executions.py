@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Unpack
 
 from jobwire._protocol import Call, Plan, listed, nothing, paged, path, wait
-from jobwire.models import Attempt, BulkResult, Event, Execution, LogEntry, Page
+from jobwire.models import Attempt, Blockers, BulkResult, Event, Execution, LogEntry, Page
 from jobwire.resources._driver import AsyncDriver, Driver, share_docs
 from jobwire.types import ExecutionFilters, Id, Selection
 
@@ -42,6 +42,11 @@ def delete_execution(execution_id: Id) -> Call[None]:
 def list_attempts(execution_id: Id) -> Call[list[Attempt]]:
     return Call("listExecutionAttempts", "GET", path("executions", execution_id, "attempts"),
                 listed(Attempt.from_json), name=str(execution_id))
+
+
+def list_blockers(execution_id: Id) -> Call[Blockers]:
+    return Call("listExecutionBlockers", "GET", path("executions", execution_id, "blockers"), Blockers.from_json,
+                name=str(execution_id))
 
 
 def list_logs(execution_id: Id, limit: int | None) -> Call[Page[LogEntry]]:
@@ -105,6 +110,10 @@ class Executions:
         """Its attempt history, oldest first, each with its own error."""
         return self._driver.run(list_attempts(execution_id))
 
+    def blockers(self, execution_id: Id) -> Blockers:
+        """Why it is not running now: every rule that holds it back (`items`), empty when none does."""
+        return self._driver.run(list_blockers(execution_id))
+
     def logs(self, execution_id: Id, *, limit: int | None = None) -> Iterator[LogEntry]:
         """The entries its handlers logged, oldest first, following cursors (`limit`: page size)."""
         return self._driver.iterate(list_logs(execution_id, limit))
@@ -159,6 +168,9 @@ class AsyncExecutions:
 
     async def attempts(self, execution_id: Id) -> builtins.list[Attempt]:
         return await self._driver.run(list_attempts(execution_id))
+
+    async def blockers(self, execution_id: Id) -> Blockers:
+        return await self._driver.run(list_blockers(execution_id))
 
     def logs(self, execution_id: Id, *, limit: int | None = None) -> AsyncIterator[LogEntry]:
         return self._driver.iterate(list_logs(execution_id, limit))

@@ -1,0 +1,34 @@
+-- Named statements of GET /v1/executions/{id}/blockers, parsed once by app/db/queries.py.
+
+-- name: execution_blocker_facts
+-- What the claim (jobwire_claim) looks at for one execution, in one snapshot: whether it is due,
+-- its queue paused, its handler at max_concurrency (counted only for a handler with a limit), a
+-- stateful job of its queue PROCESSING or due ahead of it (for a stateful job only: the claim
+-- takes one stateful job per queue at a time, best first), and whether a live node claims from
+-- its queue (a heartbeat within :timeout whose queues are NULL, every queue, or name it).
+SELECT e.state, e.queue,
+       CASE WHEN e.scheduled_at > now() THEN e.scheduled_at END AS scheduled_until,
+       COALESCE(q.paused, false) AS queue_paused,
+       h.max_concurrency AS handler_limit,
+       CASE WHEN h.max_concurrency IS NOT NULL THEN
+           (SELECT count(*) FROM job_executions p WHERE p.state = 'PROCESSING' AND p.handler = e.handler)
+       END AS handler_in_flight,
+       CASE WHEN e.stateful THEN
+           (SELECT p.id FROM job_executions p
+            WHERE p.state = 'PROCESSING' AND p.stateful AND p.queue = e.queue
+            ORDER BY p.started_at LIMIT 1)
+       END AS stateful_holder,
+       CASE WHEN e.stateful AND e.scheduled_at <= now() THEN
+           (SELECT a.id FROM job_executions a
+            WHERE a.state = 'ENQUEUED' AND a.stateful AND a.queue = e.queue AND a.scheduled_at <= now()
+              AND a.id <> e.id
+              AND (a.priority > e.priority OR (a.priority = e.priority AND a.scheduled_at < e.scheduled_at))
+            ORDER BY a.priority DESC, a.scheduled_at LIMIT 1)
+       END AS stateful_ahead,
+       EXISTS (SELECT 1 FROM job_server_heartbeats n
+               WHERE n.last_heartbeat >= now() - make_interval(secs => :timeout)
+                 AND (n.queues IS NULL OR e.queue = ANY(n.queues))) AS node_serves_queue
+FROM job_executions e
+LEFT JOIN job_queues q ON q.name = e.queue
+LEFT JOIN job_handlers h ON h.name = e.handler
+WHERE e.id = :id

@@ -1,0 +1,66 @@
+"""Why an ENQUEUED execution is not running now: the claim's rules (app/db/sql/functions/
+jobwire_claim.sql), read as reasons. Each reason here is one the claim acts on; an execution with
+none is due and waits only for a free slot of some node."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from uuid import UUID
+
+
+class Reason(StrEnum):
+    SCHEDULED = "scheduled"  # scheduled_at is in the future (a delay, a retry's backoff)
+    QUEUE_PAUSED = "queue_paused"  # POST /v1/queues/{name}/pause
+    HANDLER_CONCURRENCY = "handler_concurrency"  # the handler's max_concurrency calls are in flight
+    STATEFUL = "stateful"  # another stateful job of the queue runs, or goes first
+    NO_NODE_SERVES_QUEUE = "no_node_serves_queue"  # no live node claims from the queue (JOBWIRE_QUEUES)
+
+
+@dataclass(frozen=True, slots=True)
+class Blocker:
+    reason: Reason
+    until: datetime | None = None  # scheduled
+    queue: str | None = None  # queue_paused, no_node_serves_queue
+    in_flight: int | None = None  # handler_concurrency
+    limit: int | None = None  # handler_concurrency
+    execution_id: UUID | None = None  # stateful: the execution that holds the queue, or goes first
+    state: str | None = None  # stateful: that execution's state (PROCESSING, or ENQUEUED ahead)
+
+
+@dataclass(frozen=True, slots=True)
+class BlockerFacts:
+    """What the claim would look at for one execution, read in one snapshot."""
+
+    state: str
+    queue: str
+    scheduled_until: datetime | None  # scheduled_at when it is in the future
+    queue_paused: bool
+    handler_limit: int | None  # max_concurrency
+    handler_in_flight: int | None  # PROCESSING calls of the handler, counted when it has a limit
+    stateful_holder: UUID | None  # a stateful job of the queue PROCESSING (stateful jobs only)
+    stateful_ahead: UUID | None  # a due stateful job of the queue the claim takes first
+    node_serves_queue: bool
+
+
+def blockers_of(facts: BlockerFacts) -> list[Blocker]:
+    """The reasons an execution is not running now; none for one that is not ENQUEUED."""
+    if facts.state != "ENQUEUED":
+        return []
+    found: list[Blocker] = []
+    if facts.scheduled_until is not None:
+        found.append(Blocker(Reason.SCHEDULED, until=facts.scheduled_until))
+    if facts.queue_paused:
+        found.append(Blocker(Reason.QUEUE_PAUSED, queue=facts.queue))
+    if facts.handler_limit is not None and facts.handler_in_flight is not None \
+            and facts.handler_in_flight >= facts.handler_limit:
+        found.append(Blocker(Reason.HANDLER_CONCURRENCY, in_flight=facts.handler_in_flight,
+                             limit=facts.handler_limit))
+    if facts.stateful_holder is not None:
+        found.append(Blocker(Reason.STATEFUL, execution_id=facts.stateful_holder, state="PROCESSING"))
+    elif facts.stateful_ahead is not None:
+        found.append(Blocker(Reason.STATEFUL, execution_id=facts.stateful_ahead, state="ENQUEUED"))
+    if not facts.node_serves_queue:
+        found.append(Blocker(Reason.NO_NODE_SERVES_QUEUE, queue=facts.queue))
+    return found
