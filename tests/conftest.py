@@ -147,6 +147,17 @@ async def scalar(db: Database, statement: str, **params: Any) -> Any:
         return await fetchval(conn, statement, **params)
 
 
+async def waits_for_a_lock(db: Database, holder: Any) -> None:
+    """Returns once another session waits for a lock the session of connection `holder` holds."""
+    pid = holder.get_server_pid()
+    for _ in range(1000):
+        if await scalar(db, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE :pid = ANY(pg_blocking_pids(pid)))",
+                        pid=pid):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("no session waited for the lock")
+
+
 def settings_for(database_url: str, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "database_url": database_url,
@@ -210,6 +221,14 @@ async def api_only_server(database_url: str) -> AsyncIterator[RunningServer]:
     """One server per test module serving the API alone (no dispatcher, no loops): what the
     tests store stays as it is, and starting a server per test would dominate the run time."""
     server = await start_server(settings_for(database_url), background=False)
+    yield server
+    await server.stop()
+
+
+@pytest.fixture(scope="module")
+async def boot_server(database_url: str) -> AsyncIterator[RunningServer]:
+    """One API-only server per test module, closed by the bootstrap key `boot`."""
+    server = await start_server(settings_for(database_url, api_keys=["boot"]), background=False)
     yield server
     await server.stop()
 

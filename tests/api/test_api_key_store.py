@@ -15,7 +15,7 @@ from app.db.database import Connection, Database
 from app.domain.access import ApiKey, Scope
 from app.domain.errors import Conflict, Forbidden
 from app.services.api_keys import ApiKeyService, key_hash, new_key
-from tests.conftest import scalar
+from tests.conftest import scalar, waits_for_a_lock
 
 
 class CountingRepository(ApiKeyRepository):
@@ -207,7 +207,7 @@ async def test_two_concurrent_deletes_never_remove_the_last_admin_key(db: Databa
         await repository.lock_for_delete(held)
         assert await repository.delete(held, first.key.id, keep_last=True)
         waiting = asyncio.create_task(two.delete(second.key.id))
-        await waits_for(db, held)  # the second delete is in flight, waiting for the lock
+        await waits_for_a_lock(db, held)  # the second delete is in flight, waiting for the lock
         await transaction.commit()
         with pytest.raises(Conflict, match="scope admin"):
             await waiting
@@ -233,13 +233,3 @@ async def test_with_a_bootstrap_key_the_last_admin_key_may_be_deleted(db: Databa
     await asyncio.gather(*(service.delete(k.key.id) for k in admins))
     assert await scalar(db, "SELECT count(*) FROM job_api_keys WHERE 'admin' = ANY(scopes)") == 0
 
-
-async def waits_for(db: Database, holder: Connection) -> None:
-    """Returns once another session waits for a lock the session of `holder` holds."""
-    pid = holder.get_server_pid()
-    for _ in range(1000):
-        if await scalar(db, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE :pid = ANY(pg_blocking_pids(pid)))",
-                        pid=pid):
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("no session waited for the lock")

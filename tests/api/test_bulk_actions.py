@@ -19,7 +19,7 @@ from aiohttp import web
 from app.db.database import Database
 from app.domain.states import TRANSITIONS, JobState
 from tests.api_contract import route_for
-from tests.conftest import RunningServer, problem_fields, register, scalar, sql, wait_for_state
+from tests.conftest import RunningServer, problem_fields, register, scalar, sql, wait_for_state, waits_for_a_lock
 
 NOWHERE = "http://127.0.0.1:9/jobs"  # nothing listens on the discard port
 FAR_FUTURE = "2999-01-01T00:00:00Z"  # keeps jobs ENQUEUED, never dispatched
@@ -391,22 +391,12 @@ async def test_a_row_whose_handler_is_deleted_after_the_selection_is_skipped(api
         await deleting.start()
         await held.execute("DELETE FROM job_handlers WHERE name = 'other'")  # not committed yet
         retry = asyncio.create_task(bulk(api, "bulk-retry", state="DEAD_LETTER"))
-        await waiting_for_a_lock(db, blocked_by=held)
+        await waits_for_a_lock(db, held)
         await deleting.commit()
         assert await retry == counts(3, 1, skipped=2)
     assert [await state_of(api, e) for e in (*gone, kept)] == ["DEAD_LETTER", "DEAD_LETTER", "ENQUEUED"]
     assert await bulk(api, "bulk-retry", state="DEAD_LETTER") == counts(0, 0)
 
-
-async def waiting_for_a_lock(db: Database, blocked_by: Any) -> None:
-    """Returns once some session waits for a lock the session of connection `blocked_by` holds."""
-    pid = blocked_by.get_server_pid()
-    for _ in range(1000):
-        if await scalar(db, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE :pid = ANY(pg_blocking_pids(pid)))",
-                        pid=pid):
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("no session waited for the lock")
 
 
 # --- with a running dispatcher -------------------------------------------------------------------

@@ -30,7 +30,7 @@ from app.api.app import create_api
 from app.db.database import Database
 from app.domain.access import Scope, granted
 from app.services.api_keys import key_hash, new_key
-from tests.conftest import PROBLEM, RunningServer, settings_for, sql, start_server
+from tests.conftest import PROBLEM, RunningServer, sql
 
 BOOT = {"authorization": "Bearer boot"}
 NOWHERE = "http://127.0.0.1:9/jobs"
@@ -389,13 +389,6 @@ def test_every_route_of_the_document_is_classified() -> None:
 
 
 # --- the walk -------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-async def boot_server(database_url: str) -> AsyncIterator[RunningServer]:
-    server = await start_server(settings_for(database_url, api_keys=["boot"]), background=False)
-    yield server
-    await server.stop()
-
 
 @pytest.fixture
 async def client(boot_server: RunningServer, db: Database) -> AsyncIterator[httpx.AsyncClient]:

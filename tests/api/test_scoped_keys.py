@@ -19,7 +19,7 @@ from app.api.auth import ManagementRoute
 from app.domain.access import Scope, granted
 from app.db.database import Database
 from tests.api_contract import api_routes
-from tests.conftest import PROBLEM, RunningServer, settings_for, sql, start_server
+from tests.conftest import PROBLEM, RunningServer, sql
 
 BOOT = {"authorization": "Bearer boot"}
 NOWHERE = "http://127.0.0.1:9/jobs"
@@ -120,13 +120,6 @@ def test_the_document_declares_the_security_of_every_operation() -> None:
 
 
 # --- a server with a bootstrap key; database keys made per test ---------------------------
-
-@pytest.fixture(scope="module")
-async def boot_server(database_url: str) -> AsyncIterator[RunningServer]:
-    server = await start_server(settings_for(database_url, api_keys=["boot"]), background=False)
-    yield server
-    await server.stop()
-
 
 @pytest.fixture
 async def client(boot_server: RunningServer, db: Database) -> AsyncIterator[httpx.AsyncClient]:

@@ -8,12 +8,11 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-import asyncpg
 import pytest
 from alembic.script import ScriptDirectory
-from sqlalchemy.engine import make_url
 
 from app.db.migrate import script_location
+from tests.conftest import admin
 from tests.migrations import catalogue
 from tests.migrations.test_migrations import differences, downgrade, upgrade
 
@@ -25,14 +24,6 @@ INSTALLED = "baseline: a fresh database, today's schema installed from the files
 def chain() -> list[str]:
     """Every revision, oldest first."""
     return [r.revision for r in reversed(list(ScriptDirectory(str(script_location())).walk_revisions()))]
-
-
-async def execute(url: str, sql: str) -> None:
-    conn = await asyncpg.connect(make_url(url).set(drivername="postgresql").render_as_string(hide_password=False))
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
 
 
 def steps_run(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -68,8 +59,8 @@ async def test_the_catalogue_comparison_finds_a_dropped_index_and_an_altered_fun
     await asyncio.gather(upgrade(pristine), upgrade(damaged))
     assert catalogue.differences(await catalogue.read(pristine), await catalogue.read(damaged)) == []
 
-    await execute(damaged, "DROP INDEX ix_job_executions_claim")
-    await execute(damaged, """
+    await admin(damaged, "DROP INDEX ix_job_executions_claim")
+    await admin(damaged, """
         CREATE OR REPLACE FUNCTION jobwire_enqueue_refuse(errors jsonb) RETURNS void LANGUAGE plpgsql
         SET search_path FROM CURRENT AS $function$ BEGIN END $function$""")
     found = catalogue.differences(await catalogue.read(pristine), await catalogue.read(damaged))
@@ -109,9 +100,9 @@ async def test_a_database_with_a_revision_upgrades_through_the_chain_even_if_its
     # shows as the revision's own error, not as a second schema installed over it.
     url = await fresh_database()
     await upgrade(url, None, "20261201_0011")
-    await execute(url, "DROP TABLE job_api_keys, job_handler_secrets, job_steps, job_logs, job_schedule_fires, "
-                       "job_events, job_executions, job_schedules, job_handlers, job_queues, job_server_heartbeats, "
-                       "job_meta")
+    await admin(url, "DROP TABLE job_api_keys, job_handler_secrets, job_steps, job_logs, job_schedule_fires, "
+                     "job_events, job_executions, job_schedules, job_handlers, job_queues, job_server_heartbeats, "
+                     "job_meta")
     caplog.set_level(logging.INFO)
     with pytest.raises(Exception, match="job_handlers"):
         await upgrade(url)

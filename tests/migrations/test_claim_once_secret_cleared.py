@@ -11,6 +11,7 @@ import asyncpg
 from sqlalchemy.engine import make_url
 
 from app.db.migrate import head_revisions
+from tests.conftest import admin
 from tests.migrations import catalogue
 from tests.migrations.test_migrations import downgrade, upgrade
 
@@ -41,18 +42,10 @@ async def query(url: str, sql: str) -> list[Any]:
         await conn.close()
 
 
-async def execute(url: str, sql: str) -> None:
-    conn = await asyncpg.connect(make_url(url).set(drivername="postgresql").render_as_string(hide_password=False))
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
 async def at_0011_with_handlers(fresh_database: FreshDatabase) -> str:
     url = await fresh_database()
     await upgrade(url, None, BEFORE)
-    await execute(url, HANDLERS_AT_0011)
+    await admin(url, HANDLERS_AT_0011)
     return url
 
 
@@ -69,8 +62,8 @@ async def test_the_upgrade_clears_every_first_secret_and_the_claim_still_signs_w
     # Same arguments and RETURNS TABLE: a node of the previous version calls it as before.
     assert await query(url, CLAIM_SIGNATURE) == signature
 
-    await execute(url, "INSERT INTO job_executions (job_id, job_type, handler, state, priority) VALUES "
-                       "('a', 'DELAYED', 'plain', 'ENQUEUED', 1), ('b', 'DELAYED', 'rotated', 'ENQUEUED', 0)")
+    await admin(url, "INSERT INTO job_executions (job_id, job_type, handler, state, priority) VALUES "
+                     "('a', 'DELAYED', 'plain', 'ENQUEUED', 1), ('b', 'DELAYED', 'rotated', 'ENQUEUED', 0)")
     claimed = await query(url, "SELECT job_id, handler_url, handler_secret, handler_secrets "
                                "FROM jobwire_claim('node-1', 10, 60.0)")
     assert claimed == [("a", "http://127.0.0.1:9/p", "whsec_cGxhaW4tZmlyc3Q=", ["whsec_cGxhaW4tZmlyc3Q="]),
@@ -82,8 +75,8 @@ async def test_a_node_of_the_previous_version_still_inserts_a_handler_naming_the
     url = await fresh_database()
     await upgrade(url)
     # The insert of revision 0011's handler_upsert, as such a node sends it during a rolling upgrade.
-    await execute(url, "INSERT INTO job_handlers (name, url, timeout_seconds, max_concurrency, stateful, secret) "
-                       "VALUES ('old-node', 'http://127.0.0.1:9/o', NULL, NULL, false, 'whsec_b2xk')")
+    await admin(url, "INSERT INTO job_handlers (name, url, timeout_seconds, max_concurrency, stateful, secret) "
+                     "VALUES ('old-node', 'http://127.0.0.1:9/o', NULL, NULL, false, 'whsec_b2xk')")
     assert await query(url, "SELECT name FROM job_handlers") == [("old-node",)]
     [(comment,)] = await query(url, "SELECT col_description('job_handlers'::regclass, attnum) FROM pg_attribute "
                                     "WHERE attrelid = 'job_handlers'::regclass AND attname = 'secret'")
@@ -94,7 +87,7 @@ async def test_the_downgrade_restores_the_claim_of_0011_and_0011s_own_downgrade_
         fresh_database: FreshDatabase) -> None:
     url, reference = await at_0011_with_handlers(fresh_database), await fresh_database()
     await upgrade(reference, None, BEFORE)
-    await execute(reference, HANDLERS_AT_0011)
+    await admin(reference, HANDLERS_AT_0011)
     await upgrade(url)
 
     await downgrade(url, None, BEFORE)
