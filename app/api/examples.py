@@ -52,6 +52,7 @@ EXECUTION_EXAMPLE: dict[str, Any] = {
     "locked_by": None,
     "last_error": None,
     "error_type": None,
+    "concurrency_key": None,
 }
 
 BATCH_EXAMPLE: dict[str, Any] = {

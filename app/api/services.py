@@ -14,6 +14,7 @@ from app.services.executions import ExecutionService
 from app.services.handlers import HandlerService
 from app.services.blockers import BlockerService
 from app.services.health import HealthService
+from app.services.keys import KeyService
 from app.services.metrics import MetricsService
 from app.services.queues import QueueService
 from app.services.retention import PurgeService
@@ -34,6 +35,7 @@ class Services:
     purge: PurgeService
     bulk: BulkService
     blockers: BlockerService
+    keys: KeyService
 
 
 def services_of(request: Request) -> Services:

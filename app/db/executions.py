@@ -49,6 +49,7 @@ def _job_document(job: NewJob) -> dict[str, Any]:
         "max_duration_seconds": job.max_duration_seconds,
         "idempotency_key": job.idempotency_key,
         "traceparent": job.traceparent,
+        "concurrency_key": job.concurrency_key,
     }
     doc.update({k: v for k, v in optional.items() if v is not None})
     return doc
@@ -206,6 +207,9 @@ class ExecutionRepository:
 
     async def seconds_to_next_deadline(self, conn: Connection) -> float | None:
         return await fetchval(conn, Q["executions_next_deadline"])
+
+    async def seconds_to_next_rate_slot(self, conn: Connection) -> float | None:
+        return await fetchval(conn, Q["executions_next_rate_slot"])
 
     async def seconds_left(self, conn: Connection, execution_id: UUID, attempt: int) -> float | None:
         """Seconds until the attempt's deadline (negative once past); None when it is no longer

@@ -8,12 +8,17 @@ from uuid import UUID
 
 from app.db.database import Connection
 from app.db.queries import load
-from app.db.rows import handler_from, handler_secret_from
+from app.db.rows import handler_from, handler_secret_from, rate_limit_document
 from app.db.statements import execute, fetch, fetchrow, fetchval
-from app.domain.handlers import Handler
+from app.domain.handlers import Handler, RateLimit
+from app.domain.jsontext import dumps
 from app.domain.handler_secrets import HandlerSecret, StoredSecret
 
 Q = load("handlers.sql")
+
+
+def _json(value: object) -> str | None:
+    return None if value is None else dumps(value).decode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,11 +38,16 @@ class HandlerRepository:
         max_concurrency: int | None,
         stateful: bool,
         new_secret: str,
+        key_concurrency: int | None = None,
+        rate_limit: RateLimit | None = None,
+        key_rate_limit: RateLimit | None = None,
     ) -> tuple[Handler, bool]:
         """Insert or replace; returns the handler and whether it was created. new_secret (as
         stored) becomes a created handler's first signing secret."""
         row = await fetchrow(conn, Q["handler_upsert"], name=name, url=url, timeout_seconds=timeout_seconds,
-                             max_concurrency=max_concurrency, stateful=stateful, secret=new_secret)
+                             max_concurrency=max_concurrency, stateful=stateful, secret=new_secret,
+                             key_concurrency=key_concurrency, rate_limit=_json(rate_limit_document(rate_limit)),
+                             key_rate_limit=_json(rate_limit_document(key_rate_limit)))
         assert row is not None
         secrets = await self.secrets_of(conn, [name])
         return handler_from(row, secrets.get(name, ())), bool(row["created"])

@@ -11,7 +11,7 @@ from app.domain.attempts import Attempt, AttemptEnd
 from app.domain.dispatch import ClaimedJob
 from app.domain.events import Event, EventType
 from app.domain.executions import Execution, JobType, Progress
-from app.domain.handlers import Handler
+from app.domain.handlers import Handler, RateLimit
 from app.domain.handler_secrets import HandlerSecret
 from app.domain.schedules import ExecutionMode, MisfirePolicy, OverlapPolicy, Schedule, ScheduleSpec
 from app.domain.states import JobState
@@ -65,6 +65,7 @@ def execution_from(m: Mapping[str, Any]) -> Execution:
         error_type=m["error_type"],
         timeout_seconds=m["timeout_seconds"],
         max_duration_seconds=m["max_duration_seconds"],
+        concurrency_key=m["concurrency_key"],
     )
 
 
@@ -122,6 +123,7 @@ def claimed_from(m: Mapping[str, Any]) -> ClaimedJob:
         handler_url=m["handler_url"],
         handler_secret=m["handler_secret"],
         handler_secrets=tuple(m["handler_secrets"] or ()),
+        concurrency_key=m["concurrency_key"],
     )
 
 
@@ -137,7 +139,22 @@ def handler_from(m: Mapping[str, Any], secrets: tuple[HandlerSecret, ...] = ()) 
         created_at=m["created_at"],
         updated_at=m["updated_at"],
         secrets=secrets,
+        key_concurrency=m["key_concurrency"],
+        rate_limit=rate_limit_from(m["rate_limit"]),
+        key_rate_limit=rate_limit_from(m["key_rate_limit"]),
     )
+
+
+def rate_limit_from(value: Any) -> RateLimit | None:
+    """job_handlers.rate_limit / key_rate_limit ({"limit", "period_seconds"}) as a RateLimit."""
+    if value is None:
+        return None
+    return RateLimit(limit=int(value["limit"]), period_seconds=float(value["period_seconds"]))
+
+
+def rate_limit_document(limit: RateLimit | None) -> dict[str, Any] | None:
+    """The stored form of a RateLimit (the claim reads its two fields)."""
+    return None if limit is None else {"limit": limit.limit, "period_seconds": limit.period_seconds}
 
 
 def handler_secret_from(m: Mapping[str, Any]) -> HandlerSecret:

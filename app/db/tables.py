@@ -76,6 +76,11 @@ job_executions = Table(
     Column("updated_at", TS, nullable=False, server_default=NOW),
     # Revision 20261201_0010: the node that made the current attempt's call (kept after a 202).
     Column("claimed_by", Text),
+    # Revision 20261202_0014 (flow control): the job's concurrency key, and its fairness tag: its
+    # turn among the keys of its handler (jobwire_enqueue sets it; the claim takes the lowest
+    # first within a priority). Both NULL for a job of a handler that has never seen a key.
+    Column("concurrency_key", Text),
+    Column("fair_tag", BigInteger),
     CheckConstraint(f"state IN ({STATES})", name="state"),
     CheckConstraint("job_type IN ('DELAYED', 'CRON', 'BATCH')", name="job_type"),
     CheckConstraint("attempt >= 0 AND max_attempts >= 1", name="attempts"),
@@ -98,8 +103,17 @@ Index("uq_job_executions_stateful_processing", job_executions.c.queue, unique=Tr
 Index("ix_job_executions_stateful_claim", job_executions.c.queue, job_executions.c.priority.desc(),
       job_executions.c.scheduled_at, postgresql_where=text("state = 'ENQUEUED' AND stateful"))
 Index("ix_job_executions_processing_handler", job_executions.c.handler, postgresql_where=PROCESSING)
+# A flow-controlled handler's due jobs in the order its claim takes them: priority, then turn.
 Index("ix_job_executions_handler_claim", job_executions.c.handler, job_executions.c.priority.desc(),
-      job_executions.c.scheduled_at, postgresql_where=ENQUEUED)
+      job_executions.c.fair_tag.nulls_first(), job_executions.c.scheduled_at, postgresql_where=ENQUEUED)
+# Per concurrency key: its calls in flight (the claim counts them) and its waiting jobs by turn
+# (an enqueue reads the last one). Jobs without a key are not in it.
+Index("ix_job_executions_keys", job_executions.c.handler, job_executions.c.concurrency_key, job_executions.c.state,
+      job_executions.c.fair_tag,
+      postgresql_where=text("concurrency_key IS NOT NULL AND state IN ('ENQUEUED', 'PROCESSING')"))
+# The keyless jobs of a handler with keys take turns as one key: their last turn.
+Index("ix_job_executions_keyless_turns", job_executions.c.handler, job_executions.c.fair_tag,
+      postgresql_where=text("state = 'ENQUEUED' AND concurrency_key IS NULL AND fair_tag IS NOT NULL"))
 Index("uq_job_executions_cron_fire", job_executions.c.job_id, job_executions.c.fire_at,
       job_executions.c.fire_node, unique=True, postgresql_where=text("job_type = 'CRON'"))
 
@@ -201,7 +215,47 @@ job_handlers = Table(
     Column("secret", Text, comment="Deprecated: always NULL; the signing secrets are in job_handler_secrets."),
     Column("created_at", TS, nullable=False, server_default=NOW),
     Column("updated_at", TS, nullable=False, server_default=NOW),
+    # Revision 20261202_0014 (flow control): calls in flight per concurrency key; call starts per
+    # window, {"limit": n, "period_seconds": s}, for the handler and per key.
+    Column("key_concurrency", Integer),
+    Column("rate_limit", JSONB),
+    Column("key_rate_limit", JSONB),
 )
+
+# Revision 20261202_0014: the flow-control state of a handler whose jobs carry keys or whose calls
+# are rate limited, written by the claim (under the handler's advisory lock, so by one claimer at a
+# time) and never for a handler that uses none of it. fair_round: the highest turn claimed (a new
+# key's first job takes the next turn, not the back of a backlog). rate_next: when the next call
+# may start (GCRA's theoretical arrival time); rate_count since rate_window_start: for display.
+job_handler_flow = Table(
+    "job_handler_flow",
+    metadata,
+    Column("handler", Text, ForeignKey("job_handlers.name", ondelete="CASCADE"), primary_key=True),
+    Column("fair_round", BigInteger, nullable=False, server_default=text("0")),
+    Column("rate_next", TS),
+    Column("rate_count", Integer, nullable=False, server_default=text("0")),
+    Column("rate_window_start", TS),
+    Column("updated_at", TS, nullable=False, server_default=NOW),
+    Column("retry_after", TS),  # no call before this (a 429 or 503 with Retry-After)
+)
+
+# Revision 20261202_0014: per (handler, concurrency key) the state the claim keeps or an operator
+# set: paused, and the key's rate (as job_handler_flow's). A key needs no row to be used.
+job_keys = Table(
+    "job_keys",
+    metadata,
+    Column("handler", Text, ForeignKey("job_handlers.name", ondelete="CASCADE"), primary_key=True),
+    Column("key", Text, primary_key=True),
+    Column("paused", Boolean, nullable=False, server_default=text("false")),
+    Column("rate_next", TS),
+    Column("rate_count", Integer, nullable=False, server_default=text("0")),
+    Column("rate_window_start", TS),
+    Column("created_at", TS, nullable=False, server_default=NOW),
+    Column("updated_at", TS, nullable=False, server_default=NOW),
+    Column("retry_after", TS),  # no call of this key before this (a 429 or 503 with Retry-After)
+)
+Index("ix_job_keys_paused", job_keys.c.handler, job_keys.c.key, postgresql_where=text("paused"))
+Index("ix_job_keys_rate_next", job_keys.c.rate_next)
 
 # Revision 20261201_0011: a handler's signing secrets. Every active one (expires_at unset or in
 # the future) signs each dispatch, so a handler verifies with either while a secret is rotated.

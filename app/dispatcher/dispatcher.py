@@ -118,8 +118,16 @@ class Dispatcher:
                 await self._sleep_or_wake(self.config.poll_interval)
                 continue
             if claimed < asked:
-                # Nothing more is due: sleep until a NOTIFY or the next poll.
-                await self._sleep_or_wake(self.config.poll_interval)
+                # Nothing more is due: sleep until a NOTIFY or the next poll, or until a rate
+                # limit's next slot (no NOTIFY says that a window has moved on).
+                await self._sleep_or_wake(await self._idle_wait())
+
+    async def _idle_wait(self) -> float:
+        try:
+            slot = await self.outcomes.seconds_to_next_rate_slot()
+        except Exception:  # the next claim says what is wrong
+            return self.config.poll_interval
+        return self.config.poll_interval if slot is None else min(self.config.poll_interval, max(slot, 0.001))
 
     async def _reconcile(self) -> None:
         tracked = [job.id for job in self._in_flight.values()]

@@ -88,6 +88,13 @@ def require_queue(queues: frozenset[str] | None, queue: str, what: str = "queue"
         raise Forbidden(f"{limited_to(queues)}; {what} {queue!r} is not one of them", queue=queue)
 
 
+def require_every_queue(queues: frozenset[str] | None, what: str) -> None:
+    """Forbidden for a key limited to queues: `what` spans every queue (a handler's concurrency key
+    holds jobs of any queue, so its counts and its pause reach past the key's queues)."""
+    if queues is not None:
+        raise Forbidden(f"{limited_to(queues)}; {what} spans every queue")
+
+
 @dataclass(frozen=True, slots=True)
 class ApiKey:
     """A key kept in the database (job_api_keys); the key itself is stored only as its hash."""

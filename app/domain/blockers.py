@@ -14,6 +14,9 @@ class Reason(StrEnum):
     SCHEDULED = "scheduled"  # scheduled_at is in the future (a delay, a retry's backoff)
     QUEUE_PAUSED = "queue_paused"  # POST /v1/queues/{name}/pause
     HANDLER_CONCURRENCY = "handler_concurrency"  # the handler's max_concurrency calls are in flight
+    KEY_CONCURRENCY = "key_concurrency"  # its concurrency key has key_concurrency calls in flight
+    RATE_LIMIT = "rate_limit"  # the handler's rate_limit, or its key's key_rate_limit, allows no call now
+    KEY_PAUSED = "key_paused"  # POST /v1/handlers/{name}/keys/{key}/pause
     STATEFUL = "stateful"  # another stateful job of the queue runs, or goes first
     NO_NODE_SERVES_QUEUE = "no_node_serves_queue"  # no live node claims from the queue (JOBWIRE_QUEUES)
 
@@ -27,6 +30,8 @@ class Blocker:
     limit: int | None = None  # handler_concurrency
     execution_id: UUID | None = None  # stateful: the execution that holds the queue, or goes first
     state: str | None = None  # stateful: that execution's state (PROCESSING, or ENQUEUED ahead)
+    key: str | None = None  # key_concurrency, key_paused, rate_limit of a key
+    next_slot: datetime | None = None  # rate_limit: when the next call may start
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +44,12 @@ class BlockerFacts:
     queue_paused: bool
     handler_limit: int | None  # max_concurrency
     handler_in_flight: int | None  # PROCESSING calls of the handler, counted when it has a limit
+    concurrency_key: str | None
+    key_limit: int | None  # key_concurrency (for a job with a key)
+    key_in_flight: int | None  # PROCESSING calls of its key, counted when it has a limit
+    key_paused: bool
+    handler_rate_next: datetime | None  # the handler's rate limit's next slot, while ahead
+    key_rate_next: datetime | None  # its key's rate limit's next slot, while ahead
     stateful_holder: UUID | None  # a stateful job of the queue PROCESSING (stateful jobs only)
     stateful_ahead: UUID | None  # a due stateful job of the queue the claim takes first
     node_serves_queue: bool
@@ -57,6 +68,15 @@ def blockers_of(facts: BlockerFacts) -> list[Blocker]:
             and facts.handler_in_flight >= facts.handler_limit:
         found.append(Blocker(Reason.HANDLER_CONCURRENCY, in_flight=facts.handler_in_flight,
                              limit=facts.handler_limit))
+    if facts.key_limit is not None and facts.key_in_flight is not None and facts.key_in_flight >= facts.key_limit:
+        found.append(Blocker(Reason.KEY_CONCURRENCY, key=facts.concurrency_key, in_flight=facts.key_in_flight,
+                             limit=facts.key_limit))
+    if facts.key_paused:
+        found.append(Blocker(Reason.KEY_PAUSED, key=facts.concurrency_key))
+    if facts.handler_rate_next is not None:
+        found.append(Blocker(Reason.RATE_LIMIT, next_slot=facts.handler_rate_next))
+    if facts.key_rate_next is not None:
+        found.append(Blocker(Reason.RATE_LIMIT, key=facts.concurrency_key, next_slot=facts.key_rate_next))
     if facts.stateful_holder is not None:
         found.append(Blocker(Reason.STATEFUL, execution_id=facts.stateful_holder, state="PROCESSING"))
     elif facts.stateful_ahead is not None:

@@ -33,6 +33,7 @@ class ClaimedJob:
     # Every active signing secret of the handler as stored (whsec_… or jwenc1:…), newest first: each
     # signs the call. Made without them (tests), the call signs with handler_secret alone.
     handler_secrets: tuple[str, ...] = ()
+    concurrency_key: str | None = None
 
 
 class OutcomeKind(StrEnum):

@@ -71,6 +71,7 @@ class Execution:
     error_type: str | None
     timeout_seconds: float | None = None
     max_duration_seconds: float | None = None
+    concurrency_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,7 @@ class NewJob:
     # A W3C traceparent (the enqueue request's header) stored as metadata.context.traceparent
     # unless the metadata sets one; not part of the idempotency fingerprint.
     traceparent: str | None = None
+    concurrency_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

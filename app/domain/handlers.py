@@ -9,6 +9,14 @@ from app.domain.handler_secrets import HandlerSecret
 
 
 @dataclass(frozen=True, slots=True)
+class RateLimit:
+    """At most `limit` calls start in any window of `period_seconds` (jobwire_rate_allowance)."""
+
+    limit: int
+    period_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
 class Handler:
     name: str
     url: str
@@ -21,3 +29,6 @@ class Handler:
     secrets: tuple[HandlerSecret, ...] = ()
     # The signing secret (whsec_…) in plain text: only on the handler a create returns (shown once).
     secret: str = field(repr=False, default="")
+    key_concurrency: int | None = None  # calls in flight per concurrency key
+    rate_limit: RateLimit | None = None  # call starts of the handler
+    key_rate_limit: RateLimit | None = None  # call starts per concurrency key

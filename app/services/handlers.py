@@ -10,7 +10,7 @@ from uuid import UUID
 from app.db.database import Database
 from app.db.handlers import HandlerRepository
 from app.domain.errors import Conflict, FieldError, NotFound, ValidationFailed
-from app.domain.handlers import Handler
+from app.domain.handlers import Handler, RateLimit
 from app.domain.handler_secrets import MAX_ACTIVE_SECRETS, NewHandlerSecret
 from app.domain.address_policy import ANY_NETWORK, NetworkPolicy
 from app.domain.addresses import as_address
@@ -25,6 +25,9 @@ class HandlerSpec:
     timeout_seconds: float | None = None
     max_concurrency: int | None = None
     stateful: bool = False
+    key_concurrency: int | None = None
+    rate_limit: RateLimit | None = None
+    key_rate_limit: RateLimit | None = None
 
 
 class HandlerService:
@@ -41,6 +44,12 @@ class HandlerService:
         """The handler and whether it was created; a created one carries its first signing
         secret in plain text (`secret`), shown in this response only."""
         self._check_url(spec.url)
+        if spec.stateful:
+            keyed = [FieldError(f, "a stateful handler's jobs run one at a time in their queue and take no "
+                                   "concurrency key") for f in ("key_concurrency", "key_rate_limit")
+                     if getattr(spec, f) is not None]
+            if keyed:
+                raise ValidationFailed(keyed)
         secret = new_handler_secret()
         async with self.db.transaction() as conn:
             handler, created = await self.handlers.upsert(
@@ -51,6 +60,9 @@ class HandlerService:
                 max_concurrency=spec.max_concurrency,
                 stateful=spec.stateful,
                 new_secret=self.cipher.seal(secret),
+                key_concurrency=spec.key_concurrency,
+                rate_limit=spec.rate_limit,
+                key_rate_limit=spec.key_rate_limit,
             )
         return (replace(handler, secret=secret) if created else handler), created
 

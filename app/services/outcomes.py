@@ -79,6 +79,11 @@ class OutcomeService:
         async with self.db.autocommit() as conn:
             return await self.executions.claim(conn, c.node_id, n, c.queues, c.default_timeout)
 
+    async def seconds_to_next_rate_slot(self) -> float | None:
+        """Seconds until a job held back by a rate limit may start; None when none is held back."""
+        async with self.db.autocommit() as conn:
+            return await self.executions.seconds_to_next_rate_slot(conn)
+
     async def seconds_left(self, execution_id: UUID, attempt: int) -> float | None:
         """Seconds until the attempt's deadline as the database has it now (heartbeats move it);
         None once it is no longer PROCESSING at that attempt."""

@@ -96,6 +96,47 @@ async def test_a_handler_at_its_max_concurrency_holds_its_jobs(api, db):
     assert await a_claim_takes(db, job)
 
 
+async def test_a_key_at_its_key_concurrency_holds_its_jobs_and_not_another_keys(api, db):
+    await register(api, "h", NOWHERE, key_concurrency=1)
+    await processing(db, await enqueue(api, concurrency_key="acme"))
+    job = await enqueue(api, concurrency_key="acme")
+    other = await enqueue(api, concurrency_key="globex")
+    assert (await blockers(api, job))["items"] == [
+        {"reason": "key_concurrency", "key": "acme", "in_flight": 1, "limit": 1}]
+    assert (await blockers(api, other))["items"] == []
+    assert not await a_claim_takes(db, job) and await a_claim_takes(db, other)
+
+
+async def test_a_paused_key_holds_its_jobs(api, db):
+    job = await enqueue(api, concurrency_key="acme")
+    assert (await api.post("/v1/handlers/h/keys/acme/pause")).status_code == 200
+    assert (await blockers(api, job))["items"] == [{"reason": "key_paused", "key": "acme"}]
+    assert not await a_claim_takes(db, job)
+    assert (await api.post("/v1/handlers/h/keys/acme/resume")).status_code == 200
+    assert (await blockers(api, job))["items"] == []
+    assert await a_claim_takes(db, job)
+
+
+async def test_a_rate_limit_names_its_next_slot_the_handlers_or_the_keys(api, db):
+    await register(api, "h", NOWHERE, rate_limit={"limit": 1, "period_seconds": 3600})
+    first, job = await enqueue(api), await enqueue(api)
+    async with db.transaction() as conn:  # a claim that commits: the limiter moves on
+        [claimed] = await conn.fetch("SELECT id FROM jobwire_claim('n', 10, 60)")
+    assert str(claimed["id"]) == first
+    [item] = (await blockers(api, job))["items"]
+    assert item["reason"] == "rate_limit" and set(item) == {"reason", "next_slot"}
+    assert not await a_claim_takes(db, job)
+
+    await register(api, "h", NOWHERE, key_rate_limit={"limit": 1, "period_seconds": 3600})
+    keyed, held = await enqueue(api, concurrency_key="acme"), await enqueue(api, concurrency_key="acme")
+    async with db.transaction() as conn:
+        taken = {str(r["id"]) for r in await conn.fetch("SELECT id FROM jobwire_claim('n', 10, 60)")}
+    assert keyed in taken and held not in taken
+    [item] = (await blockers(api, held))["items"]
+    assert item["reason"] == "rate_limit" and item["key"] == "acme" and "next_slot" in item
+    assert not await a_claim_takes(db, held)
+
+
 async def test_a_stateful_job_waits_for_the_one_running_and_for_the_one_ahead(api, db):
     holder = await enqueue(api, queue="ledger", stateful=True)
     await processing(db, holder)

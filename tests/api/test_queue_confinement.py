@@ -317,6 +317,11 @@ CONFINEMENT: dict[tuple[str, str], Rule] = {
     ("POST", "/v1/handlers/{name}/secrets"): Global(lambda w: [Call("POST", "/v1/handlers/h/secrets", {})]),
     ("DELETE", "/v1/handlers/{name}/secrets/{secret_id}"): Global(
         lambda w: [Call("DELETE", f"/v1/handlers/h/secrets/{MISSING_ID}")]),
+    # A handler's concurrency keys hold jobs of every queue: a queue-limited key may not see or pause them.
+    ("GET", "/v1/handlers/{name}/keys"): Write(lambda w: [Call("GET", "/v1/handlers/h/keys")]),
+    ("POST", "/v1/handlers/{name}/keys/{key}/pause"): Write(lambda w: [Call("POST", "/v1/handlers/h/keys/acme/pause")]),
+    ("POST", "/v1/handlers/{name}/keys/{key}/resume"): Write(
+        lambda w: [Call("POST", "/v1/handlers/h/keys/acme/resume")]),
     ("POST", "/v1/jobs"): Write(lambda w: [Call("POST", "/v1/jobs", _job(THEIRS), sent=(THEIRS,))]),
     ("POST", "/v1/jobs/batch"): Write(
         lambda w: [Call("POST", "/v1/jobs/batch", {"jobs": [_job(MINE), _job(THEIRS)]}, sent=(THEIRS,))]),

@@ -17,6 +17,7 @@ from tests.migrations.test_migrations import downgrade, upgrade
 
 FreshDatabase = Callable[[], Awaitable[str]]
 BEFORE = "20261201_0011"
+THIS = "20261201_0012"  # a later revision (0014) changes the claim's result
 
 # Two handlers as revision 0011's code leaves them: the first secret in job_handlers.secret too;
 # "rotated" has since signed with a second one and retired the first.
@@ -55,7 +56,7 @@ async def test_the_upgrade_clears_every_first_secret_and_the_claim_still_signs_w
     signature = await query(url, CLAIM_SIGNATURE)
     secrets = await query(url, "SELECT handler, secret, expires_at FROM job_handler_secrets ORDER BY 1, 2")
 
-    await upgrade(url)
+    await upgrade(url, None, THIS)
     assert await query(url, "SELECT name, secret FROM job_handlers ORDER BY name") == [("plain", None),
                                                                                       ("rotated", None)]
     assert await query(url, "SELECT handler, secret, expires_at FROM job_handler_secrets ORDER BY 1, 2") == secrets

@@ -58,6 +58,8 @@ class ExecutionOut(ResponseModel):
     locked_by: str | None
     last_error: str | None
     error_type: str | None
+    concurrency_key: str | None = Field(None, description="the key it shares its handler's per-key limits with; "
+                                                           "null: none")
 
 
 class ExecutionPage(ResponseModel):
@@ -136,9 +138,13 @@ class EventPage(ResponseModel):
 class BlockerOut(ResponseModel):
     """One reason the execution is not running now; the fields beside `reason` are its data."""
 
-    reason: Literal["scheduled", "queue_paused", "handler_concurrency", "stateful", "no_node_serves_queue"] = Field(
+    reason: Literal["scheduled", "queue_paused", "handler_concurrency", "key_concurrency", "rate_limit", "key_paused",
+                    "stateful", "no_node_serves_queue"] = Field(
         description="`scheduled`: due only at `until`; `queue_paused`: its `queue` is paused; `handler_concurrency`: "
-                    "its handler has `in_flight` calls of its `limit` (max_concurrency); `stateful`: another stateful "
+                    "its handler has `in_flight` calls of its `limit` (max_concurrency); `key_concurrency`: its "
+                    "concurrency `key` has `in_flight` calls of its handler's `limit` (key_concurrency); "
+                    "`rate_limit`: its handler's rate_limit (or, with `key`, its key's key_rate_limit) lets the next "
+                    "call start at `next_slot`; `key_paused`: its `key` is paused; `stateful`: another stateful "
                     "job of its queue, `execution_id` in `state`, runs (PROCESSING) or goes first (ENQUEUED); "
                     "`no_node_serves_queue`: no live node claims from its `queue` (JOBWIRE_QUEUES)")
     until: datetime | None = None
@@ -147,6 +153,8 @@ class BlockerOut(ResponseModel):
     limit: int | None = None
     execution_id: UUID | None = None
     state: StateName | None = None
+    key: str | None = None
+    next_slot: datetime | None = None
 
 
 class BlockerList(ResponseModel):

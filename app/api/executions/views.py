@@ -39,6 +39,7 @@ def execution_view(e: Execution) -> dict[str, Any]:
         "locked_by": e.locked_by,
         "last_error": e.last_error,
         "error_type": e.error_type,
+        "concurrency_key": e.concurrency_key,
     }
 
 
@@ -61,7 +62,7 @@ def event_view(e: Event) -> dict[str, Any]:
 def blocker_view(b: Blocker) -> dict[str, Any]:
     """The reason and the data it has (the fields of other reasons left out)."""
     view: dict[str, Any] = {"reason": b.reason.value}
-    for name in ("until", "queue", "in_flight", "limit", "execution_id", "state"):
+    for name in ("until", "queue", "in_flight", "limit", "execution_id", "state", "key", "next_slot"):
         value = getattr(b, name)
         if value is not None:
             view[name] = value

@@ -19,6 +19,19 @@ def _deliverable(url: str) -> str:
     return url
 
 
+class RateLimitIn(StrictModel):
+    """Call starts in a sliding window: at most `limit` in any `period_seconds`, spaced evenly
+    (bursts of at most limit / 20). Jobs held back stay ENQUEUED and spend no attempt."""
+
+    limit: Annotated[int, Strict(), Field(ge=1, le=1_000_000)]
+    period_seconds: Annotated[float, Strict(), Field(gt=0, le=86400)]
+
+
+class RateLimitOut(ResponseModel):
+    limit: int
+    period_seconds: float
+
+
 class HandlerIn(StrictModel):
     url: Annotated[str, Strict(), StringConstraints(max_length=MAX_URL_LENGTH), AfterValidator(_deliverable)] = Field(
         description="http:// or https://, called exactly as written: no user-info or fragment; a lower-case ASCII "
@@ -28,6 +41,12 @@ class HandlerIn(StrictModel):
     timeout_seconds: Seconds | None = None
     max_concurrency: Annotated[int, Strict(), Field(ge=1, le=1_000_000)] | None = None
     stateful: Annotated[bool, Strict()] = False
+    key_concurrency: Annotated[int, Strict(), Field(ge=1, le=1_000_000)] | None = Field(
+        None, description="At most this many calls in flight per concurrency key (jobs without a key are bound by "
+                          "max_concurrency only).")
+    rate_limit: RateLimitIn | None = Field(None, description="At most `limit` calls of this handler start in any "
+                                                             "window of `period_seconds`; jobs beyond wait ENQUEUED.")
+    key_rate_limit: RateLimitIn | None = Field(None, description="As rate_limit, per concurrency key.")
 
 
 class HandlerSecretOut(ResponseModel):
@@ -44,6 +63,9 @@ class HandlerOut(ResponseModel):
     timeout_seconds: float | None
     max_concurrency: int | None
     stateful: bool
+    key_concurrency: int | None = None
+    rate_limit: RateLimitOut | None = None
+    key_rate_limit: RateLimitOut | None = None
     created_at: datetime
     updated_at: datetime
     secret: str | None = Field(
@@ -51,6 +73,28 @@ class HandlerOut(ResponseModel):
     secrets: list[HandlerSecretOut] = Field(
         description="The signing secrets that sign each dispatch now (one `v1,` signature each), newest first: "
                     "those without an expiry and those scheduled to expire; expired ones are not listed.")
+
+
+class KeyRateOut(ResponseModel):
+    count: int = Field(description="calls of the key started in its current rate window (key_rate_limit); 0 "
+                                   "without one")
+    window_start: datetime | None = Field(description="when that window began; null when no window is open")
+    next_slot: datetime | None = Field(description="when the rate limit lets the key's next call start, while that "
+                                                   "is ahead; null: now")
+
+
+class KeyOut(ResponseModel):
+    key: str
+    waiting: int = Field(description="jobs of the key ENQUEUED (due or not)")
+    in_flight: int = Field(description="jobs of the key PROCESSING")
+    rate: KeyRateOut
+    paused: bool = Field(description="POST …/keys/{key}/pause holds the key's jobs until …/resume")
+    retry_after: datetime | None = Field(description="a 429 or 503 with Retry-After holds the key until then")
+
+
+class KeyPage(ResponseModel):
+    items: list[KeyOut]
+    next_cursor: str | None
 
 
 class HandlerList(ResponseModel):

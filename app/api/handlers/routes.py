@@ -5,20 +5,28 @@ from __future__ import annotations
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Query, Request
 from starlette.responses import Response
 
-from app.api.auth import ManagementRoute, requires
+from app.api.auth import ManagementRoute, queues_of, requires
 from app.api.fields import Name
-from app.api.handlers.models import HandlerIn, HandlerList, HandlerOut, SecretCreated, SecretIn
-from app.api.handlers.views import handler_view, new_secret_view
+from app.api.handlers.models import (
+    HandlerIn, HandlerList, HandlerOut, KeyOut, KeyPage, RateLimitIn, SecretCreated, SecretIn,
+)
+from app.api.handlers.views import handler_view, key_view, new_secret_view
 from app.api.responses import FastJSON, problems
 from app.api.services import services_of
-from app.domain.access import Scope
+from app.domain.access import Scope, require_every_queue
+from app.domain.handlers import RateLimit
+from app.domain.keys import KeyState
 from app.services.handlers import HandlerSpec
 
 router = APIRouter(prefix="/v1/handlers", tags=["handlers"], route_class=ManagementRoute)
 HandlerName = Annotated[Name, Path(description="handler name")]
+
+
+def _rate(limit: RateLimitIn | None) -> RateLimit | None:
+    return None if limit is None else RateLimit(limit=limit.limit, period_seconds=limit.period_seconds)
 
 
 @router.put("/{name}", operation_id="putHandler", response_model=HandlerOut, status_code=200,
@@ -29,7 +37,9 @@ async def put_handler(name: HandlerName, body: HandlerIn, request: Request) -> R
     s = services_of(request)
     handler, created = await s.handlers.put(
         name, HandlerSpec(url=body.url, timeout_seconds=body.timeout_seconds,
-                          max_concurrency=body.max_concurrency, stateful=body.stateful))
+                          max_concurrency=body.max_concurrency, stateful=body.stateful,
+                          key_concurrency=body.key_concurrency, rate_limit=_rate(body.rate_limit),
+                          key_rate_limit=_rate(body.key_rate_limit)))
     return FastJSON(handler_view(handler, with_secret=created), status_code=201 if created else 200)
 
 
@@ -80,3 +90,48 @@ async def delete_handler_secret(name: HandlerName, secret_id: Annotated[UUID, Pa
     s = services_of(request)
     await s.handlers.delete_secret(name, secret_id)
     return Response(status_code=204)
+
+
+KeyName = Annotated[Name, Path(description="concurrency key")]
+
+
+@router.get("/{name}/keys", operation_id="listHandlerKeys", response_model=KeyPage, responses=problems(404))
+@requires(Scope.READ)
+async def list_handler_keys(
+    name: HandlerName,
+    request: Request,
+    state: Annotated[KeyState | None, Query(description="waiting: with jobs ENQUEUED; throttled: with jobs ENQUEUED "
+                                                        "and held back now (paused, Retry-After, rate limit, "
+                                                        "key_concurrency); paused; omitted: every key")] = None,
+    limit: Annotated[int, Query(ge=1, le=500, description="items per page")] = 100,
+    cursor: Annotated[str | None, Query(max_length=400, description="the previous page's `next_cursor`; omitted: "
+                                                                     "the first page")] = None,
+) -> Response:
+    """The handler's concurrency keys in key order: those with jobs ENQUEUED or PROCESSING, and
+    those paused or with a rate window open. Keys need no registration. A key of the API limited
+    to queues is refused (403): a concurrency key holds jobs of every queue."""
+    require_every_queue(queues_of(request), "a handler's concurrency keys")
+    s = services_of(request)
+    items, next_cursor = await s.keys.page(name, state, cursor, limit)
+    return FastJSON({"items": [key_view(k) for k in items], "next_cursor": next_cursor})
+
+
+@router.post("/{name}/keys/{key}/pause", operation_id="pauseHandlerKey", response_model=KeyOut,
+             responses=problems(404))
+@requires(Scope.OPERATE)
+async def pause_handler_key(name: HandlerName, key: KeyName, request: Request) -> Response:
+    """Hold the key's jobs (they stay ENQUEUED and spend no attempt) while the handler's other
+    keys run; calls in flight finish. Not for an API key limited to queues (403)."""
+    require_every_queue(queues_of(request), "a handler's concurrency key")
+    s = services_of(request)
+    return FastJSON(key_view(await s.keys.set_paused(name, key, True)))
+
+
+@router.post("/{name}/keys/{key}/resume", operation_id="resumeHandlerKey", response_model=KeyOut,
+             responses=problems(404))
+@requires(Scope.OPERATE)
+async def resume_handler_key(name: HandlerName, key: KeyName, request: Request) -> Response:
+    """Let the key's jobs be claimed again. Not for an API key limited to queues (403)."""
+    require_every_queue(queues_of(request), "a handler's concurrency key")
+    s = services_of(request)
+    return FastJSON(key_view(await s.keys.set_paused(name, key, False)))

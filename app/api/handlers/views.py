@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.domain.handlers import Handler
+from app.domain.handlers import Handler, RateLimit
+from app.domain.keys import KeyStatus
 from app.domain.handler_secrets import NewHandlerSecret
 
 
@@ -15,6 +16,9 @@ def handler_view(h: Handler, *, with_secret: bool = False) -> dict[str, Any]:
         "timeout_seconds": h.timeout_seconds,
         "max_concurrency": h.max_concurrency,
         "stateful": h.stateful,
+        "key_concurrency": h.key_concurrency,
+        "rate_limit": _rate(h.rate_limit),
+        "key_rate_limit": _rate(h.key_rate_limit),
         "created_at": h.created_at,
         "updated_at": h.updated_at,
         "secrets": [{"id": str(s.id), "created_at": s.created_at, "expires_at": s.expires_at} for s in h.secrets],
@@ -22,6 +26,16 @@ def handler_view(h: Handler, *, with_secret: bool = False) -> dict[str, Any]:
     if with_secret:
         view["secret"] = h.secret
     return view
+
+
+def _rate(limit: RateLimit | None) -> dict[str, Any] | None:
+    return None if limit is None else {"limit": limit.limit, "period_seconds": limit.period_seconds}
+
+
+def key_view(k: KeyStatus) -> dict[str, Any]:
+    return {"key": k.key, "waiting": k.waiting, "in_flight": k.in_flight,
+            "rate": {"count": k.rate_count, "window_start": k.rate_window_start, "next_slot": k.rate_next_slot},
+            "paused": k.paused, "retry_after": k.retry_after}
 
 
 def new_secret_view(s: NewHandlerSecret) -> dict[str, Any]:

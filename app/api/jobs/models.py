@@ -27,6 +27,10 @@ class JobIn(StrictModel):
     parameters: JsonObject | None = None
     metadata: JsonObject | None = None
     idempotency_key: Name | None = None
+    concurrency_key: Name | None = Field(
+        None, description="The key this job shares a limit with (e.g. `customer:42`): its handler's key_concurrency "
+                          "and key_rate_limit count per key, keys take turns in the claim, and a key can be paused "
+                          "alone. Not with a stateful job.")
 
     _run_at_is_text = field_validator("run_at", mode="before")(rfc3339_text)
 
@@ -62,6 +66,7 @@ class JobIn(StrictModel):
             max_duration_seconds=self.max_duration_seconds,
             idempotency_key=idempotency_key or self.idempotency_key,
             traceparent=traceparent,
+            concurrency_key=self.concurrency_key,
         )
 
 

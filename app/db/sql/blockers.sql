@@ -2,7 +2,8 @@
 
 -- name: execution_blocker_facts
 -- What the claim (jobwire_claim) looks at for one execution, in one snapshot: whether it is due,
--- its queue paused, its handler at max_concurrency (counted only for a handler with a limit), a
+-- its queue paused, its handler at max_concurrency (counted only for a handler with a limit), its
+-- key at key_concurrency or paused, the handler's or its key's rate limit's next slot ahead, a
 -- stateful job of its queue PROCESSING or due ahead of it (for a stateful job only: the claim
 -- takes one stateful job per queue at a time, best first), and whether a live node claims from
 -- its queue (a heartbeat within :timeout whose queues are NULL, every queue, or name it).
@@ -13,6 +14,15 @@ SELECT e.state, e.queue,
        CASE WHEN h.max_concurrency IS NOT NULL THEN
            (SELECT count(*) FROM job_executions p WHERE p.state = 'PROCESSING' AND p.handler = e.handler)
        END AS handler_in_flight,
+       e.concurrency_key,
+       CASE WHEN e.concurrency_key IS NOT NULL THEN h.key_concurrency END AS key_limit,
+       CASE WHEN e.concurrency_key IS NOT NULL AND h.key_concurrency IS NOT NULL THEN
+           (SELECT count(*) FROM job_executions p
+            WHERE p.state = 'PROCESSING' AND p.handler = e.handler AND p.concurrency_key = e.concurrency_key)
+       END AS key_in_flight,
+       COALESCE(k.paused, false) AS key_paused,
+       CASE WHEN h.rate_limit IS NOT NULL AND f.rate_next > now() THEN f.rate_next END AS handler_rate_next,
+       CASE WHEN h.key_rate_limit IS NOT NULL AND k.rate_next > now() THEN k.rate_next END AS key_rate_next,
        CASE WHEN e.stateful THEN
            (SELECT p.id FROM job_executions p
             WHERE p.state = 'PROCESSING' AND p.stateful AND p.queue = e.queue
@@ -31,4 +41,6 @@ SELECT e.state, e.queue,
 FROM job_executions e
 LEFT JOIN job_queues q ON q.name = e.queue
 LEFT JOIN job_handlers h ON h.name = e.handler
+LEFT JOIN job_handler_flow f ON f.handler = e.handler
+LEFT JOIN job_keys k ON k.handler = e.handler AND k.key = e.concurrency_key
 WHERE e.id = :id

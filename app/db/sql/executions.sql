@@ -21,7 +21,7 @@ SELECT $COLUMNS FROM job_executions WHERE id = :id
 -- as they are (no decoding and encoding again on the way to the handler).
 SELECT id, job_id, job_type, handler, queue, attempt, max_attempts, CAST(payload AS text) AS payload,
        CAST(parameters AS text) AS parameters, CAST(metadata AS text) AS metadata, scheduled_at,
-       started_at, deadline_at, seconds_left, handler_url, handler_secret, handler_secrets
+       started_at, deadline_at, seconds_left, handler_url, handler_secret, handler_secrets, concurrency_key
 FROM jobwire_claim(:node, :n, :default_timeout, CAST(:queues AS text[]))
 
 -- fragment: locked
@@ -237,6 +237,15 @@ SELECT CAST(EXTRACT(EPOCH FROM min(deadline_at) - now()) AS float8) FROM job_exe
 -- move; no row once it is no longer PROCESSING at that attempt.
 SELECT CAST(EXTRACT(EPOCH FROM deadline_at - now()) AS float8) FROM job_executions
 WHERE id = :id AND attempt = :attempt AND state = 'PROCESSING'
+
+-- name: executions_next_rate_slot
+-- Seconds (database time) until the soonest next slot of a rate limit, a handler's or a key's,
+-- that is still ahead; NULL when none is (no rate limit in use, or every one free now). A node
+-- whose claim came back short sleeps no longer than this: a job held back by a rate limit starts
+-- as soon as the window allows.
+SELECT CAST(EXTRACT(EPOCH FROM LEAST(
+           (SELECT min(f.rate_next) FROM job_handler_flow f WHERE f.rate_next > now()),
+           (SELECT min(k.rate_next) FROM job_keys k WHERE k.rate_next > now())) - now()) AS float8)
 
 -- name: execution_extend_deadline
 -- A handler's progress or heartbeat for the current attempt: the deadline moves to now() + its

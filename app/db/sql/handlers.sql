@@ -6,24 +6,32 @@
 -- job_handler_secrets alone (job_handlers.secret, deprecated, stays NULL: a copy there would
 -- outlive its rotation). (xmax = 0) tells an insert from an update.
 WITH h AS (
-    INSERT INTO job_handlers (name, url, timeout_seconds, max_concurrency, stateful)
-    VALUES (:name, :url, :timeout_seconds, :max_concurrency, :stateful)
+    INSERT INTO job_handlers (name, url, timeout_seconds, max_concurrency, stateful, key_concurrency, rate_limit,
+                              key_rate_limit)
+    VALUES (:name, :url, :timeout_seconds, :max_concurrency, :stateful, :key_concurrency,
+            CAST(:rate_limit AS jsonb), CAST(:key_rate_limit AS jsonb))
     ON CONFLICT (name) DO UPDATE
     SET url = EXCLUDED.url, timeout_seconds = EXCLUDED.timeout_seconds,
-        max_concurrency = EXCLUDED.max_concurrency, stateful = EXCLUDED.stateful, updated_at = now()
-    RETURNING name, url, timeout_seconds, max_concurrency, stateful, created_at, updated_at,
-              (xmax = 0) AS created
+        max_concurrency = EXCLUDED.max_concurrency, stateful = EXCLUDED.stateful,
+        key_concurrency = EXCLUDED.key_concurrency, rate_limit = EXCLUDED.rate_limit,
+        key_rate_limit = EXCLUDED.key_rate_limit, updated_at = now()
+    RETURNING name, url, timeout_seconds, max_concurrency, stateful, created_at, updated_at, key_concurrency,
+              rate_limit, key_rate_limit, (xmax = 0) AS created
 ), first_secret AS (
     INSERT INTO job_handler_secrets (handler, secret) SELECT h.name, :secret FROM h WHERE h.created
 )
-SELECT name, url, timeout_seconds, max_concurrency, stateful, created_at, updated_at, created FROM h
+SELECT name, url, timeout_seconds, max_concurrency, stateful, created_at, updated_at, key_concurrency, rate_limit,
+       key_rate_limit, created
+FROM h
 
 -- name: handler_get
-SELECT name, url, timeout_seconds, max_concurrency, stateful, created_at, updated_at
+SELECT name, url, timeout_seconds, max_concurrency, stateful, created_at, updated_at, key_concurrency, rate_limit,
+       key_rate_limit
 FROM job_handlers WHERE name = :name
 
 -- name: handlers_list
-SELECT name, url, timeout_seconds, max_concurrency, stateful, created_at, updated_at
+SELECT name, url, timeout_seconds, max_concurrency, stateful, created_at, updated_at, key_concurrency, rate_limit,
+       key_rate_limit
 FROM job_handlers ORDER BY name
 
 -- name: handler_secrets_list

@@ -9,22 +9,27 @@
 -- VOLATILE function takes a new snapshot, so step 2 sees every earlier lock holder's committed
 -- claim; called on its own, in an implicit transaction, the locks end with the call):
 -- 1. transaction-scoped advisory locks on the queues that have a due stateful job and none
---    PROCESSING, and on every handler with max_concurrency (locked → its free slots are counted;
---    not locked → another claimer is counting them now, so its jobs are skipped this time), and
---    the list of paused queues;
--- 2. which jobs: plain jobs, a limited handler's jobs up to its free slots, and the next stateful
---    job of each locked queue, their ids locked FOR UPDATE SKIP LOCKED until commit (so no other
---    claim or transition touches them before step 3). When no rule applies (no stateful queue with
---    due work, no limited handler, no paused queue: the common case) a shorter statement chooses
---    the plain jobs; it plans in a third of the time. Each statement comes in two forms, every
---    queue (queues NULL) or the node's queues, so each uses its own partial index;
+--    PROCESSING, and on every flow-controlled handler: one with max_concurrency, key_concurrency,
+--    a rate limit, or jobs with concurrency keys (a job_handler_flow row). Locked → its free slots
+--    are counted (max_concurrency less its calls in flight, and its rate limit's allowance) and
+--    its jobs chosen by jobwire_claim_pick (keys in turn, per-key limits); not locked → another
+--    claimer is choosing them now, so its jobs are skipped this time. And the paused queues;
+-- 2. which jobs: plain jobs, a controlled handler's picks, and the next stateful job of each
+--    locked queue, their ids locked FOR UPDATE SKIP LOCKED until commit (so no other claim or
+--    transition touches them before step 3); no more of a controlled handler's than its free
+--    slots. When no rule applies (no stateful queue with due work, no controlled handler, no
+--    paused queue: the common case) a shorter statement chooses the plain jobs; it plans in a
+--    third of the time. Each statement comes in two forms, every queue (queues NULL) or the
+--    node's queues, so each uses its own partial index;
 -- 3. the claim of those ids, one statement whatever chose them: the guarded write, the events,
---    the secrets and the result, sorted (UPDATE returns rows in the order it met them).
+--    the flow state (each handler's highest turn claimed and its rate limit's next slot, each
+--    key's, in job_handler_flow and job_keys: written only for handlers that use them), the
+--    secrets and the result, sorted (UPDATE returns rows in the order it met them).
 CREATE OR REPLACE FUNCTION jobwire_claim(node text, n int, default_timeout float8, queues text[] DEFAULT NULL)
 RETURNS TABLE (id uuid, job_id text, job_type text, handler text, queue text, attempt int, max_attempts int,
                payload jsonb, parameters jsonb, metadata jsonb, scheduled_at timestamptz,
                started_at timestamptz, deadline_at timestamptz, seconds_left float8,
-               handler_url text, handler_secret text, handler_secrets text[])
+               handler_url text, handler_secret text, handler_secrets text[], concurrency_key text)
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $function$
@@ -35,6 +40,8 @@ DECLARE
     v_blocked text[];
     v_paused text[];
     v_ids uuid[];
+    v_slots int[];
+    v_picked uuid[] := '{}';
 BEGIN
     -- Step 1, its own statements (each takes a new snapshot, all before step 2's).
     SELECT COALESCE(array_agg(q.queue), '{}') INTO v_stateful
@@ -52,7 +59,10 @@ BEGIN
     FROM (SELECT h.name,
                  pg_try_advisory_xact_lock(hashtext('jobwire:' || current_schema()), hashtext('handler:' || h.name))
                      AS locked
-          FROM job_handlers h WHERE h.max_concurrency IS NOT NULL) AS l;
+          FROM job_handlers h
+          WHERE h.max_concurrency IS NOT NULL OR h.key_concurrency IS NOT NULL OR h.rate_limit IS NOT NULL
+             OR h.key_rate_limit IS NOT NULL
+             OR EXISTS (SELECT 1 FROM job_handler_flow f WHERE f.handler = h.name)) AS l;
 
     SELECT COALESCE(array_agg(jq.name), '{}') INTO v_paused FROM job_queues jq WHERE jq.paused;
 
@@ -72,6 +82,29 @@ BEGIN
         IF cardinality(queues) = 0 AND cardinality(v_stateful) = 0 THEN
             RETURN;
         END IF;
+    END IF;
+
+    -- Each locked controlled handler's free slots (its max_concurrency less its calls in flight, its
+    -- rate limit's allowance, none while a Retry-After holds it, at most n), counted in this
+    -- statement's snapshot, and its picks.
+    IF cardinality(v_limited) > 0 THEN
+        v_limited := ARRAY(
+            SELECT h.name FROM job_handlers h WHERE h.name = ANY(v_limited) ORDER BY h.name);
+        v_slots := ARRAY(
+            SELECT GREATEST(LEAST(
+                       n,
+                       COALESCE(h.max_concurrency - (SELECT count(*) FROM job_executions p
+                                                     WHERE p.state = 'PROCESSING' AND p.handler = h.name),
+                                n),
+                       jobwire_rate_allowance(h.rate_limit, f.rate_next),
+                       CASE WHEN f.retry_after > now() THEN 0 END), 0)  -- LEAST skips a NULL
+            FROM job_handlers h LEFT JOIN job_handler_flow f ON f.handler = h.name
+            WHERE h.name = ANY(v_limited) ORDER BY h.name);
+        FOR i IN 1 .. cardinality(v_limited) LOOP
+            IF v_slots[i] > 0 THEN
+                v_picked := v_picked || jobwire_claim_pick(v_limited[i], v_slots[i], queues, v_paused);
+            END IF;
+        END LOOP;
     END IF;
 
     -- Step 2: which jobs.
@@ -96,12 +129,8 @@ BEGIN
     ELSIF queues IS NULL THEN
         v_ids := ARRAY(
             WITH free AS (
-                -- Per locked limited handler: its free slots, counted in this statement's snapshot.
-                SELECT h.name, GREATEST(h.max_concurrency - (SELECT count(*) FROM job_executions p
-                                                             WHERE p.state = 'PROCESSING' AND p.handler = h.name),
-                                        0) AS slots
-                FROM job_handlers h
-                WHERE h.name = ANY(v_limited)
+                -- Per locked controlled handler: its free slots, counted above.
+                SELECT f.name, f.slots FROM unnest(v_limited, v_slots) AS f(name, slots)
             ), plain AS (
                 SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
                 WHERE e.state = 'ENQUEUED' AND e.scheduled_at <= now() AND NOT e.stateful
@@ -110,18 +139,10 @@ BEGIN
                 LIMIT n
                 FOR UPDATE SKIP LOCKED
             ), capped AS (
-                -- A limited handler's jobs, at most its free slots (in plain, its backlog could fill
-                -- the batch and starve every other handler).
-                SELECT s.id, s.priority, s.scheduled_at, s.handler
-                FROM free f
-                CROSS JOIN LATERAL (
-                    SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
-                    WHERE e.state = 'ENQUEUED' AND e.scheduled_at <= now() AND NOT e.stateful AND e.handler = f.name
-                      AND e.queue <> ALL(v_paused)
-                    ORDER BY e.priority DESC, e.scheduled_at
-                    LIMIT LEAST(f.slots, n)
-                    FOR UPDATE SKIP LOCKED
-                ) AS s
+                -- A controlled handler's picks (jobwire_claim_pick: at most its free slots, keys in
+                -- turn, each key within its limits), locked FOR UPDATE SKIP LOCKED there.
+                SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
+                WHERE e.id = ANY(v_picked)
             ), chosen AS (
                 -- The next stateful job of each locked queue with none PROCESSING (in this snapshot).
                 -- When its handler is blocked, the queue waits (its order is kept).
@@ -150,12 +171,8 @@ BEGIN
     ELSE
         v_ids := ARRAY(
             WITH free AS (
-                -- Per locked limited handler: its free slots, counted in this statement's snapshot.
-                SELECT h.name, GREATEST(h.max_concurrency - (SELECT count(*) FROM job_executions p
-                                                             WHERE p.state = 'PROCESSING' AND p.handler = h.name),
-                                        0) AS slots
-                FROM job_handlers h
-                WHERE h.name = ANY(v_limited)
+                -- Per locked controlled handler: its free slots, counted above.
+                SELECT f.name, f.slots FROM unnest(v_limited, v_slots) AS f(name, slots)
             ), plain AS (
                 SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
                 WHERE e.state = 'ENQUEUED' AND e.scheduled_at <= now() AND NOT e.stateful AND e.queue = ANY(queues)
@@ -164,18 +181,10 @@ BEGIN
                 LIMIT n
                 FOR UPDATE SKIP LOCKED
             ), capped AS (
-                -- A limited handler's jobs, at most its free slots (in plain, its backlog could fill
-                -- the batch and starve every other handler).
-                SELECT s.id, s.priority, s.scheduled_at, s.handler
-                FROM free f
-                CROSS JOIN LATERAL (
-                    SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
-                    WHERE e.state = 'ENQUEUED' AND e.scheduled_at <= now() AND NOT e.stateful AND e.handler = f.name
-                      AND e.queue = ANY(queues) AND e.queue <> ALL(v_paused)
-                    ORDER BY e.priority DESC, e.scheduled_at
-                    LIMIT LEAST(f.slots, n)
-                    FOR UPDATE SKIP LOCKED
-                ) AS s
+                -- A controlled handler's picks (jobwire_claim_pick: at most its free slots, keys in
+                -- turn, each key within its limits), locked FOR UPDATE SKIP LOCKED there.
+                SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
+                WHERE e.id = ANY(v_picked)
             ), chosen AS (
                 -- The next stateful job of each locked queue with none PROCESSING (in this snapshot).
                 -- When its handler is blocked, the queue waits (its order is kept).
@@ -219,7 +228,62 @@ BEGIN
         WHERE e.id = ANY(v_ids) AND e.state = 'ENQUEUED'
         RETURNING e.id, e.job_id, e.job_type, e.handler, e.queue, e.state, e.attempt, e.max_attempts,
                   e.priority, e.payload, e.parameters, e.metadata, e.error_type, e.scheduled_at,
-                  e.created_at, e.started_at, e.completed_at, e.deadline_at
+                  e.created_at, e.started_at, e.completed_at, e.deadline_at, e.concurrency_key, e.fair_tag
+    ), per_handler AS (
+        -- Flow state, for the handlers that use it only: the highest turn claimed and the calls
+        -- started against the handler's rate limit.
+        SELECT u.handler, max(u.fair_tag) AS turn, CAST(count(*) AS int) AS calls, h.rate_limit
+        FROM u JOIN job_handlers h ON h.name = u.handler
+        WHERE h.rate_limit IS NOT NULL OR u.fair_tag IS NOT NULL
+        GROUP BY u.handler, h.rate_limit
+    ), flow AS (
+        INSERT INTO job_handler_flow AS f (handler, fair_round, rate_next, rate_count, rate_window_start)
+        SELECT p.handler, COALESCE(p.turn, 0),
+               CASE WHEN p.rate_limit IS NOT NULL THEN jobwire_rate_next(p.rate_limit, NULL, p.calls) END,
+               CASE WHEN p.rate_limit IS NOT NULL THEN p.calls ELSE 0 END,
+               CASE WHEN p.rate_limit IS NOT NULL THEN now() END
+        FROM per_handler p
+        ORDER BY p.handler
+        ON CONFLICT (handler) DO UPDATE
+        -- EXCLUDED.rate_count: the calls started now (with a rate limit).
+        SET fair_round = GREATEST(f.fair_round, EXCLUDED.fair_round),
+            rate_next = CASE WHEN EXCLUDED.rate_window_start IS NULL THEN f.rate_next
+                             ELSE jobwire_rate_next((SELECT h.rate_limit FROM job_handlers h WHERE h.name = f.handler),
+                                                    f.rate_next, EXCLUDED.rate_count) END,
+            rate_count = CASE WHEN EXCLUDED.rate_window_start IS NULL THEN f.rate_count
+                              WHEN f.rate_window_start > now() - make_interval(secs => CAST(
+                                       (SELECT h.rate_limit->>'period_seconds' FROM job_handlers h
+                                        WHERE h.name = f.handler) AS float8))
+                              THEN f.rate_count + EXCLUDED.rate_count ELSE EXCLUDED.rate_count END,
+            rate_window_start = CASE WHEN EXCLUDED.rate_window_start IS NULL THEN f.rate_window_start
+                                     WHEN f.rate_window_start > now() - make_interval(secs => CAST(
+                                              (SELECT h.rate_limit->>'period_seconds' FROM job_handlers h
+                                               WHERE h.name = f.handler) AS float8))
+                                     THEN f.rate_window_start ELSE now() END,
+            updated_at = now()
+    ), per_key AS (
+        -- Per key of a handler with key_rate_limit: the calls started against it.
+        SELECT u.handler, u.concurrency_key AS key, CAST(count(*) AS int) AS calls, h.key_rate_limit
+        FROM u JOIN job_handlers h ON h.name = u.handler
+        WHERE h.key_rate_limit IS NOT NULL AND u.concurrency_key IS NOT NULL
+        GROUP BY u.handler, u.concurrency_key, h.key_rate_limit
+    ), keys AS (
+        INSERT INTO job_keys AS k (handler, key, rate_next, rate_count, rate_window_start)
+        SELECT p.handler, p.key, jobwire_rate_next(p.key_rate_limit, NULL, p.calls), p.calls, now()
+        FROM per_key p
+        ORDER BY p.handler, p.key
+        ON CONFLICT (handler, key) DO UPDATE
+        SET rate_next = jobwire_rate_next((SELECT h.key_rate_limit FROM job_handlers h WHERE h.name = k.handler),
+                                          k.rate_next, EXCLUDED.rate_count),
+            rate_count = CASE WHEN k.rate_window_start > now() - make_interval(secs => CAST(
+                                       (SELECT h.key_rate_limit->>'period_seconds' FROM job_handlers h
+                                        WHERE h.name = k.handler) AS float8))
+                              THEN k.rate_count + EXCLUDED.rate_count ELSE EXCLUDED.rate_count END,
+            rate_window_start = CASE WHEN k.rate_window_start > now() - make_interval(secs => CAST(
+                                              (SELECT h.key_rate_limit->>'period_seconds' FROM job_handlers h
+                                               WHERE h.name = k.handler) AS float8))
+                                     THEN k.rate_window_start ELSE now() END,
+            updated_at = now()
     ), ev AS (
         INSERT INTO job_events (execution_id, event)
         SELECT u.id, jsonb_build_object('execution_id', u.id, 'job_id', u.job_id, 'job_type', u.job_type,
@@ -238,9 +302,10 @@ BEGIN
     )
     SELECT u.id, u.job_id, u.job_type, u.handler, u.queue, u.attempt, u.max_attempts, u.payload,
            u.parameters, u.metadata, u.scheduled_at, u.started_at, u.deadline_at,
-           CAST(EXTRACT(EPOCH FROM u.deadline_at - now()) AS float8), h.url, k.secrets[1], k.secrets
+           CAST(EXTRACT(EPOCH FROM u.deadline_at - now()) AS float8), h.url, s.secrets[1], s.secrets,
+           u.concurrency_key
     FROM u LEFT JOIN job_handlers h ON h.name = u.handler
-    LEFT JOIN secrets k ON k.handler = u.handler
+    LEFT JOIN secrets s ON s.handler = u.handler
     ORDER BY u.priority DESC, u.scheduled_at;
 END
 $function$;

@@ -17,7 +17,7 @@ RETURNS TABLE (
     priority int, stateful boolean, payload jsonb, parameters jsonb, metadata jsonb, result jsonb, progress jsonb,
     scheduled_at timestamptz, created_at timestamptz, started_at timestamptz, completed_at timestamptz,
     deadline_at timestamptz, locked_by text, last_error text, error_type text, timeout_seconds float8,
-    max_duration_seconds float8, idempotency_key text)
+    max_duration_seconds float8, idempotency_key text, concurrency_key text)
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 SET TimeZone = 'UTC'
@@ -26,11 +26,12 @@ AS $function$
 DECLARE
     known constant text[] := ARRAY['handler', 'payload', 'job_id', 'queue', 'priority', 'run_at', 'delay_seconds',
                                    'max_attempts', 'stateful', 'timeout_seconds', 'max_duration_seconds',
-                                   'parameters', 'metadata', 'idempotency_key', 'traceparent'];
+                                   'parameters', 'metadata', 'idempotency_key', 'traceparent', 'concurrency_key'];
     -- The field each entry of jobwire_enqueue_faults' result speaks of.
     checked constant text[] := ARRAY['handler', 'job_id', 'queue', 'idempotency_key', 'priority', 'max_attempts',
                                      'stateful', 'timeout_seconds', 'max_duration_seconds', 'delay_seconds',
-                                     'delay_seconds', 'run_at', 'parameters', 'metadata', 'traceparent'];
+                                     'delay_seconds', 'run_at', 'parameters', 'metadata', 'traceparent',
+                                     'concurrency_key'];
     n_jobs int;
     ids uuid[];
     errors jsonb;
@@ -54,12 +55,14 @@ BEGIN
         SELECT t.ord, t.j, jobwire_enqueue_faults(r.handler, r.job_id, r.queue, r.idempotency_key, r.priority,
                                                   r.max_attempts, r.stateful, r.timeout_seconds,
                                                   r.max_duration_seconds, r.delay_seconds, r.run_at,
-                                                  r.parameters, r.metadata, r.traceparent) AS faults
+                                                  r.parameters, r.metadata, r.traceparent,
+                                                  r.concurrency_key) AS faults
         FROM jsonb_array_elements(jobs) WITH ORDINALITY AS t(j, ord)
         CROSS JOIN LATERAL jsonb_to_record(CASE WHEN jsonb_typeof(t.j) = 'object' THEN t.j ELSE '{}' END)
             AS r(handler jsonb, job_id jsonb, queue jsonb, priority jsonb, run_at jsonb, delay_seconds jsonb,
                  max_attempts jsonb, stateful jsonb, timeout_seconds jsonb, max_duration_seconds jsonb,
-                 parameters jsonb, metadata jsonb, idempotency_key jsonb, traceparent jsonb)
+                 parameters jsonb, metadata jsonb, idempotency_key jsonb, traceparent jsonb,
+                 concurrency_key jsonb)
     ), faulty AS MATERIALIZED (
         SELECT t.ord, t.j, t.faults FROM items t
         WHERE CASE WHEN jsonb_typeof(t.j) <> 'object' THEN true  -- CASE: `-` needs an object
@@ -103,10 +106,36 @@ BEGIN
         PERFORM jobwire_enqueue_refuse(errors);
     END IF;
 
+    -- 2b. Concurrency keys (none, commonly: one JSON path test). A stateful handler's jobs take
+    --     none; a handler's first key gives it flow state (job_handler_flow): from then on its jobs
+    --     take turns by key (fair_tag) and its claims go through jobwire_claim_pick.
+    IF jobs @? '$[*] ? (@.concurrency_key != null)' THEN
+        SELECT jsonb_agg(jsonb_build_object(
+                   'field', format('jobs[%s].concurrency_key', t.ord - 1),
+                   'message', format('handler %L is stateful: its jobs run one at a time in their queue '
+                                     'and take no concurrency key', t.j->>'handler')) ORDER BY t.ord),
+               count(*)
+        INTO errors, n_errors
+        FROM jsonb_array_elements(jobs) WITH ORDINALITY AS t(j, ord)
+        JOIN job_handlers h ON h.name = t.j->>'handler'
+        WHERE h.stateful AND t.j->>'concurrency_key' IS NOT NULL;
+        IF n_errors > 0 THEN
+            PERFORM jobwire_enqueue_refuse(errors);
+        END IF;
+        INSERT INTO job_handler_flow (handler)
+        SELECT DISTINCT t.j->>'handler' FROM jsonb_array_elements(jobs) AS t(j)
+        WHERE t.j->>'concurrency_key' IS NOT NULL
+        ORDER BY 1
+        ON CONFLICT (handler) DO NOTHING;
+    END IF;
+
     -- 3. Insert, with one ENQUEUED event each. A stored idempotency key inserts nothing (a
     --    concurrent insert of the same key is waited for: the unique index decides). Rows go in
     --    in the order of their keys, so two calls naming the same keys in any order wait for
     --    each other instead of deadlocking (each would hold a key the other waits for).
+    --    A job of a handler with flow state takes the next turn of its key (jobs without a key are
+    --    one key): after the key's last waiting job, and never before the handler's turn now
+    --    (fair_round), so a new key's first job is among the next claims, not behind a backlog.
     ids := ARRAY(SELECT jobwire_uuid7() FROM generate_series(1, n_jobs));
     RETURN QUERY
     WITH input AS (
@@ -115,19 +144,35 @@ BEGIN
         INSERT INTO job_executions AS e (
             id, job_id, job_type, handler, queue, state, priority, payload, parameters, metadata,
             max_attempts, stateful, timeout_seconds, max_duration_seconds, idempotency_key,
-            request_hash, scheduled_at)
+            request_hash, scheduled_at, concurrency_key, fair_tag)
         SELECT i.id, COALESCE(i.job_id, CAST(i.id AS text)), 'DELAYED', i.handler, i.queue, 'ENQUEUED',
                i.priority, i.payload, i.parameters, i.metadata, i.max_attempts,
                i.stateful OR h.stateful,  -- a stateful handler makes every job sent to it stateful
                i.timeout_seconds, i.max_duration_seconds, i.idempotency_key, i.request_hash,
-               COALESCE(i.run_at, now() + make_interval(secs => COALESCE(i.delay_seconds, 0)))
+               COALESCE(i.run_at, now() + make_interval(secs => COALESCE(i.delay_seconds, 0))),
+               i.concurrency_key,
+               CASE WHEN f.handler IS NOT NULL THEN
+                   GREATEST(f.fair_round,
+                            1 + CASE WHEN i.concurrency_key IS NULL THEN
+                                    (SELECT x.fair_tag FROM job_executions x
+                                     WHERE x.handler = i.handler AND x.state = 'ENQUEUED'
+                                       AND x.concurrency_key IS NULL AND x.fair_tag IS NOT NULL
+                                     ORDER BY x.fair_tag DESC LIMIT 1)
+                                ELSE
+                                    (SELECT x.fair_tag FROM job_executions x
+                                     WHERE x.handler = i.handler AND x.concurrency_key = i.concurrency_key
+                                       AND x.state = 'ENQUEUED' AND x.fair_tag IS NOT NULL
+                                     ORDER BY x.fair_tag DESC LIMIT 1) END)
+                   + row_number() OVER (PARTITION BY i.handler, i.concurrency_key ORDER BY i.ord) - 1
+               END
         FROM input i JOIN job_handlers h ON h.name = i.handler
+        LEFT JOIN job_handler_flow f ON f.handler = i.handler
         ORDER BY i.idempotency_key COLLATE "C", i.ord
         ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING e.id, e.job_id, e.job_type, e.handler, e.queue, e.state, e.attempt, e.max_attempts, e.priority,
                   e.stateful, e.payload, e.parameters, e.metadata, e.result, e.progress, e.scheduled_at,
                   e.created_at, e.started_at, e.completed_at, e.deadline_at, e.locked_by, e.last_error,
-                  e.error_type, e.timeout_seconds, e.max_duration_seconds, e.idempotency_key
+                  e.error_type, e.timeout_seconds, e.max_duration_seconds, e.idempotency_key, e.concurrency_key
     ), ev AS (
         INSERT INTO job_events (execution_id, event)
         SELECT ins.id, jsonb_build_object(
@@ -142,7 +187,8 @@ BEGIN
            ins.id, ins.job_id, ins.job_type, ins.handler, ins.queue, ins.state, ins.attempt, ins.max_attempts,
            ins.priority, ins.stateful, ins.payload, ins.parameters, ins.metadata, ins.result, ins.progress,
            ins.scheduled_at, ins.created_at, ins.started_at, ins.completed_at, ins.deadline_at, ins.locked_by,
-           ins.last_error, ins.error_type, ins.timeout_seconds, ins.max_duration_seconds, ins.idempotency_key
+           ins.last_error, ins.error_type, ins.timeout_seconds, ins.max_duration_seconds, ins.idempotency_key,
+           ins.concurrency_key
     FROM ins JOIN input i ON i.id = ins.id;
     GET DIAGNOSTICS inserted = ROW_COUNT;
 
@@ -168,7 +214,7 @@ BEGIN
                x.id, x.job_id, x.job_type, x.handler, x.queue, x.state, x.attempt, x.max_attempts, x.priority,
                x.stateful, x.payload, x.parameters, x.metadata, x.result, x.progress, x.scheduled_at,
                x.created_at, x.started_at, x.completed_at, x.deadline_at, x.locked_by, x.last_error,
-               x.error_type, x.timeout_seconds, x.max_duration_seconds, x.idempotency_key
+               x.error_type, x.timeout_seconds, x.max_duration_seconds, x.idempotency_key, x.concurrency_key
         FROM jobwire_enqueue_input(jobs, ids) i JOIN job_executions x ON x.idempotency_key = i.idempotency_key
         WHERE i.idempotency_key IS NOT NULL
           AND NOT EXISTS (SELECT 1 FROM job_executions y WHERE y.id = i.id);

@@ -6,7 +6,7 @@
 CREATE OR REPLACE FUNCTION jobwire_enqueue_faults(
     handler jsonb, job_id jsonb, queue jsonb, idempotency_key jsonb, priority jsonb, max_attempts jsonb,
     stateful jsonb, timeout_seconds jsonb, max_duration_seconds jsonb, delay_seconds jsonb, run_at jsonb,
-    parameters jsonb, metadata jsonb, traceparent jsonb)
+    parameters jsonb, metadata jsonb, traceparent jsonb, concurrency_key jsonb)
 RETURNS text[]
 LANGUAGE sql STABLE
 AS $function$
@@ -62,6 +62,12 @@ SELECT ARRAY[
          WHEN jsonb_typeof(traceparent) <> 'string' OR (traceparent #>> '{}') !~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
               OR substr(traceparent #>> '{}', 4, 32) = repeat('0', 32)
               OR substr(traceparent #>> '{}', 37, 16) = repeat('0', 16)
-         THEN 'must be a W3C traceparent: 00-<32 hex>-<16 hex>-<2 hex>, ids not all zero' END
+         THEN 'must be a W3C traceparent: 00-<32 hex>-<16 hex>-<2 hex>, ids not all zero' END,
+    CASE WHEN concurrency_key IS NULL THEN NULL
+         WHEN jsonb_typeof(concurrency_key) <> 'string' OR length(concurrency_key #>> '{}') > 255
+              OR (concurrency_key #>> '{}') !~ '^[A-Za-z0-9][A-Za-z0-9._:-]*$'
+         THEN 'must be a string matching ^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$'
+         WHEN stateful = 'true'
+         THEN 'a stateful job runs one at a time in its queue and takes no concurrency key' END
 ]
 $function$;
