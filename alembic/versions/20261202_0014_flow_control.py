@@ -1,10 +1,13 @@
-"""flow control: concurrency keys, fair turns between keys, rate limits, paused keys.
+"""flow control: concurrency keys, fair turns between keys, rate limits, paused keys, backpressure.
 
 - job_executions gains `concurrency_key` and `fair_tag` (the job's turn among its handler's keys);
   job_handlers gains `key_concurrency`, `rate_limit` and `key_rate_limit`.
-- job_handler_flow (per handler: the highest turn claimed, its rate limit's next slot) and
-  job_keys (per handler and key: paused, its rate limit's next slot), written by the claim for
-  the handlers that use them only, and by POST /v1/handlers/{name}/keys/{key}/pause|resume.
+- job_debounce: per handler and debounce key, the execution a debounced enqueue goes to.
+- job_handlers gains `adaptive`. job_handler_flow (per handler: the highest turn claimed, its rate
+  limit's next slot, a Retry-After, its circuit breaker, its adaptive limit) and job_keys (per
+  handler and key: paused, its rate limit's next slot, a Retry-After, its adaptive limit), written
+  by the claim and by the recording of outcomes for the handlers that use them only, and by
+  POST /v1/handlers/{name}/keys/{key}/pause|resume.
 - ix_job_executions_handler_claim orders by turn after priority (a handler without keys has no
   turns: the order is the one before); ix_job_executions_keys (calls in flight and waiting jobs
   per key) and ix_job_executions_keyless_turns (the last turn of the keyless jobs of a handler
@@ -52,8 +55,16 @@ FAULTS_BEFORE = ("jobwire_enqueue_faults(jsonb, jsonb, jsonb, jsonb, jsonb, json
                  "jsonb, jsonb, jsonb, jsonb)")
 FAULTS_AFTER = ("jobwire_enqueue_faults(jsonb, jsonb, jsonb, jsonb, jsonb, jsonb, jsonb, jsonb, jsonb, jsonb, "
                 "jsonb, jsonb, jsonb, jsonb, jsonb)")
-NEW = ("jobwire_claim_pick(text, integer, text[], text[])", "jobwire_rate_allowance(jsonb, timestamp with time zone)",
+NEW = ("jobwire_claim_pick(text, integer, integer, text[], text[])", "jobwire_rate_allowance(jsonb, timestamp with time zone)",
        "jobwire_rate_next(jsonb, timestamp with time zone, integer)")
+
+
+def _adaptive_columns() -> list[sa.Column]:  # type: ignore[type-arg]
+    return [sa.Column("adaptive_limit", sa.Integer()),
+            sa.Column("adaptive_since", TS),
+            sa.Column("adaptive_successes", sa.Integer(), nullable=False, server_default=sa.text("0")),
+            sa.Column("adaptive_slow_start", sa.Boolean(), nullable=False, server_default=sa.text("true")),
+            sa.Column("refusals", sa.Integer(), nullable=False, server_default=sa.text("0"))]
 
 
 def upgrade() -> None:
@@ -62,6 +73,7 @@ def upgrade() -> None:
     op.add_column("job_handlers", sa.Column("key_concurrency", sa.Integer()))
     op.add_column("job_handlers", sa.Column("rate_limit", postgresql.JSONB()))
     op.add_column("job_handlers", sa.Column("key_rate_limit", postgresql.JSONB()))
+    op.add_column("job_handlers", sa.Column("adaptive", sa.Boolean(), nullable=False, server_default=sa.text("false")))
     op.create_table(
         "job_handler_flow",
         sa.Column("handler", sa.Text(), sa.ForeignKey("job_handlers.name", ondelete="CASCADE"), nullable=False),
@@ -71,6 +83,13 @@ def upgrade() -> None:
         sa.Column("rate_window_start", TS),
         sa.Column("updated_at", TS, nullable=False, server_default=sa.text("now()")),
         sa.Column("retry_after", TS),
+        sa.Column("keyed", sa.Boolean(), nullable=False, server_default=sa.text("false")),
+        sa.Column("circuit_state", sa.Text(), nullable=False, server_default=sa.text("'closed'")),
+        sa.Column("circuit_until", TS),
+        sa.Column("circuit_failures", sa.Integer(), nullable=False, server_default=sa.text("0")),
+        sa.Column("circuit_open_seconds", sa.Float(), nullable=False, server_default=sa.text("0")),
+        *_adaptive_columns(),
+        sa.CheckConstraint("circuit_state IN ('closed', 'open', 'half_open')", name="circuit_state"),
         sa.PrimaryKeyConstraint("handler", name="pk_job_handler_flow"),
     )
     op.create_table(
@@ -84,7 +103,17 @@ def upgrade() -> None:
         sa.Column("created_at", TS, nullable=False, server_default=sa.text("now()")),
         sa.Column("updated_at", TS, nullable=False, server_default=sa.text("now()")),
         sa.Column("retry_after", TS),
+        *_adaptive_columns(),
         sa.PrimaryKeyConstraint("handler", "key", name="pk_job_keys"),
+    )
+    op.create_table(
+        "job_debounce",
+        sa.Column("handler", sa.Text(), sa.ForeignKey("job_handlers.name", ondelete="CASCADE"), nullable=False),
+        sa.Column("key", sa.Text(), nullable=False),
+        sa.Column("execution_id", postgresql.UUID(as_uuid=True)),
+        sa.Column("first_at", TS),
+        sa.Column("until", TS),
+        sa.PrimaryKeyConstraint("handler", "key", name="pk_job_debounce"),
     )
     op.execute("CREATE INDEX ix_job_keys_paused ON job_keys (handler, key) WHERE paused")
     op.execute("CREATE INDEX ix_job_keys_rate_next ON job_keys (rate_next)")
@@ -111,8 +140,10 @@ def downgrade() -> None:
     op.execute("DROP INDEX ix_job_executions_handler_claim")
     op.execute("CREATE INDEX ix_job_executions_handler_claim ON job_executions (handler, priority DESC, scheduled_at) "
                "WHERE state = 'ENQUEUED'")
+    op.drop_table("job_debounce")
     op.drop_table("job_keys")
     op.drop_table("job_handler_flow")
+    op.drop_column("job_handlers", "adaptive")
     op.drop_column("job_handlers", "key_rate_limit")
     op.drop_column("job_handlers", "rate_limit")
     op.drop_column("job_handlers", "key_concurrency")

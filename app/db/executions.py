@@ -68,6 +68,9 @@ class ExecutionRepository:
         rows = await fetch(conn, Q["executions_insert"], jobs=_json([_job_document(j) for j in jobs]))
         return [(execution_from(r), bool(r["created"])) for r in rows]
 
+    async def has_idempotency_key(self, conn: Connection, key: str) -> bool:
+        return bool(await fetchval(conn, Q["execution_has_idempotency_key"], key=key))
+
     async def get(self, conn: Connection, execution_id: UUID) -> Execution | None:
         row = await fetchrow(conn, Q["execution_get"], id=execution_id)
         return execution_from(row) if row else None
@@ -132,6 +135,12 @@ class ExecutionRepository:
         row = await fetchrow(conn, Q["executions_succeed_quietly"],
                              **_succeed_params(items, channel, http_statuses))
         return int(row["succeeded"])  # type: ignore[index]
+
+    async def release_refused(self, conn: Connection, items: Sequence[tuple[UUID, int]]) -> list[Execution]:
+        """Refused calls (id, attempt) back to ENQUEUED with the same attempt."""
+        rows = await fetch(conn, Q["executions_release_refused"], ids=[i for i, _ in items],
+                           attempts=[a for _, a in items], from_states=list(states.REFUSED_FROM))
+        return [execution_from(r) for r in rows]
 
     async def release_to_handler(
         self, conn: Connection, node: str, items: Sequence[tuple[UUID, int]]

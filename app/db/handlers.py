@@ -27,6 +27,14 @@ class HandlerUsage:
     has_schedules: bool
 
 
+@dataclass(frozen=True, slots=True)
+class HandlerGauges:
+    handler: str
+    circuit_state: str
+    circuit_failures: int
+    adaptive_limit: int | None
+
+
 class HandlerRepository:
     async def upsert(
         self,
@@ -41,13 +49,14 @@ class HandlerRepository:
         key_concurrency: int | None = None,
         rate_limit: RateLimit | None = None,
         key_rate_limit: RateLimit | None = None,
+        adaptive: bool = False,
     ) -> tuple[Handler, bool]:
         """Insert or replace; returns the handler and whether it was created. new_secret (as
         stored) becomes a created handler's first signing secret."""
         row = await fetchrow(conn, Q["handler_upsert"], name=name, url=url, timeout_seconds=timeout_seconds,
                              max_concurrency=max_concurrency, stateful=stateful, secret=new_secret,
                              key_concurrency=key_concurrency, rate_limit=_json(rate_limit_document(rate_limit)),
-                             key_rate_limit=_json(rate_limit_document(key_rate_limit)))
+                             key_rate_limit=_json(rate_limit_document(key_rate_limit)), adaptive=adaptive)
         assert row is not None
         secrets = await self.secrets_of(conn, [name])
         return handler_from(row, secrets.get(name, ())), bool(row["created"])
@@ -63,6 +72,11 @@ class HandlerRepository:
         rows = await fetch(conn, Q["handlers_list"])
         secrets = await self.secrets_of(conn, [r["name"] for r in rows]) if rows else {}
         return [handler_from(r, secrets.get(r["name"], ())) for r in rows]
+
+    async def flow_gauges(self, conn: Connection) -> list[HandlerGauges]:
+        return [HandlerGauges(handler=r["name"], circuit_state=r["circuit_state"], circuit_failures=r["failures"],
+                              adaptive_limit=r["adaptive_limit"])
+                for r in await fetch(conn, Q["handlers_flow_gauges"])]
 
     async def secrets_of(self, conn: Connection, names: Sequence[str]) -> dict[str, tuple[HandlerSecret, ...]]:
         """name → its secrets that still sign, newest first (never their values)."""

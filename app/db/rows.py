@@ -11,6 +11,7 @@ from app.domain.attempts import Attempt, AttemptEnd
 from app.domain.dispatch import ClaimedJob
 from app.domain.events import Event, EventType
 from app.domain.executions import Execution, JobType, Progress
+from app.domain.flow import ADAPTIVE_START, Circuit, CircuitState
 from app.domain.handlers import Handler, RateLimit
 from app.domain.handler_secrets import HandlerSecret
 from app.domain.schedules import ExecutionMode, MisfirePolicy, OverlapPolicy, Schedule, ScheduleSpec
@@ -124,6 +125,7 @@ def claimed_from(m: Mapping[str, Any]) -> ClaimedJob:
         handler_secret=m["handler_secret"],
         handler_secrets=tuple(m["handler_secrets"] or ()),
         concurrency_key=m["concurrency_key"],
+        flow_watch=m["flow_watch"],
     )
 
 
@@ -142,6 +144,13 @@ def handler_from(m: Mapping[str, Any], secrets: tuple[HandlerSecret, ...] = ()) 
         key_concurrency=m["key_concurrency"],
         rate_limit=rate_limit_from(m["rate_limit"]),
         key_rate_limit=rate_limit_from(m["key_rate_limit"]),
+        adaptive=m["adaptive"],
+        circuit=Circuit(state=CircuitState(m["circuit_state"]), until=m["circuit_until"],
+                        failures=m["circuit_failures"]),
+        # Not started yet: the limit its first claim would use.
+        adaptive_limit=(m["adaptive_limit"] or min(m["max_concurrency"] or 1, ADAPTIVE_START)) if m["adaptive"]
+        else None,
+        adaptive_since=m["adaptive_since"] if m["adaptive"] else None,
     )
 
 

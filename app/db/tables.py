@@ -220,6 +220,7 @@ job_handlers = Table(
     Column("key_concurrency", Integer),
     Column("rate_limit", JSONB),
     Column("key_rate_limit", JSONB),
+    Column("adaptive", Boolean, nullable=False, server_default=text("false")),  # AIMD below max_concurrency
 )
 
 # Revision 20261202_0014: the flow-control state of a handler whose jobs carry keys or whose calls
@@ -237,6 +238,22 @@ job_handler_flow = Table(
     Column("rate_window_start", TS),
     Column("updated_at", TS, nullable=False, server_default=NOW),
     Column("retry_after", TS),  # no call before this (a 429 or 503 with Retry-After)
+    Column("keyed", Boolean, nullable=False, server_default=text("false")),  # its jobs have carried keys
+    # The circuit breaker (app/domain/flow.py): closed; open until circuit_until (after
+    # circuit_failures consecutive connection failures or 5xx replies, for circuit_open_seconds,
+    # doubling on each reopening); half_open while one probe call is out (until its deadline).
+    Column("circuit_state", Text, nullable=False, server_default=text("'closed'")),
+    Column("circuit_until", TS),
+    Column("circuit_failures", Integer, nullable=False, server_default=text("0")),
+    Column("circuit_open_seconds", Float, nullable=False, server_default=text("0")),
+    # Adaptive concurrency (an adaptive handler's jobs without a key): the effective limit, since
+    # when, successes toward the next raise, slow start still on, 429s in a row.
+    Column("adaptive_limit", Integer),
+    Column("adaptive_since", TS),
+    Column("adaptive_successes", Integer, nullable=False, server_default=text("0")),
+    Column("adaptive_slow_start", Boolean, nullable=False, server_default=text("true")),
+    Column("refusals", Integer, nullable=False, server_default=text("0")),
+    CheckConstraint("circuit_state IN ('closed', 'open', 'half_open')", name="circuit_state"),
 )
 
 # Revision 20261202_0014: per (handler, concurrency key) the state the claim keeps or an operator
@@ -253,7 +270,26 @@ job_keys = Table(
     Column("created_at", TS, nullable=False, server_default=NOW),
     Column("updated_at", TS, nullable=False, server_default=NOW),
     Column("retry_after", TS),  # no call of this key before this (a 429 or 503 with Retry-After)
+    # Adaptive concurrency of the key (an adaptive handler's jobs with this key), as job_handler_flow's.
+    Column("adaptive_limit", Integer),
+    Column("adaptive_since", TS),
+    Column("adaptive_successes", Integer, nullable=False, server_default=text("0")),
+    Column("adaptive_slow_start", Boolean, nullable=False, server_default=text("true")),
+    Column("refusals", Integer, nullable=False, server_default=text("0")),
 )
+# Revision 20261202_0014: debounce at enqueue (POST /v1/jobs with `debounce`): per handler and
+# debounce key, the execution that takes the enqueues, when its run of enqueues began, and (leading
+# mode) until when enqueues are dropped. The row is the lock two nodes debouncing at once wait on.
+job_debounce = Table(
+    "job_debounce",
+    metadata,
+    Column("handler", Text, ForeignKey("job_handlers.name", ondelete="CASCADE"), primary_key=True),
+    Column("key", Text, primary_key=True),
+    Column("execution_id", UUID(as_uuid=True)),
+    Column("first_at", TS),
+    Column("until", TS),
+)
+
 Index("ix_job_keys_paused", job_keys.c.handler, job_keys.c.key, postgresql_where=text("paused"))
 Index("ix_job_keys_rate_next", job_keys.c.rate_next)
 

@@ -17,6 +17,9 @@ class Reason(StrEnum):
     KEY_CONCURRENCY = "key_concurrency"  # its concurrency key has key_concurrency calls in flight
     RATE_LIMIT = "rate_limit"  # the handler's rate_limit, or its key's key_rate_limit, allows no call now
     KEY_PAUSED = "key_paused"  # POST /v1/handlers/{name}/keys/{key}/pause
+    CIRCUIT_OPEN = "circuit_open"  # the handler's circuit breaker holds its calls (app/domain/flow.py)
+    ADAPTIVE_LIMIT = "adaptive_limit"  # an adaptive handler (or key) has its effective limit in flight
+    RETRY_AFTER = "retry_after"  # a 429 or 503 with Retry-After holds the handler (or its key)
     STATEFUL = "stateful"  # another stateful job of the queue runs, or goes first
     NO_NODE_SERVES_QUEUE = "no_node_serves_queue"  # no live node claims from the queue (JOBWIRE_QUEUES)
 
@@ -50,6 +53,11 @@ class BlockerFacts:
     key_paused: bool
     handler_rate_next: datetime | None  # the handler's rate limit's next slot, while ahead
     key_rate_next: datetime | None  # its key's rate limit's next slot, while ahead
+    circuit_until: datetime | None  # the handler's circuit is open (or its probe out) until then
+    adaptive_limit: int | None  # the effective limit over the execution (its key's, or the handler's)
+    adaptive_in_flight: int | None  # the calls in flight that limit counts
+    handler_retry_after: datetime | None
+    key_retry_after: datetime | None
     stateful_holder: UUID | None  # a stateful job of the queue PROCESSING (stateful jobs only)
     stateful_ahead: UUID | None  # a due stateful job of the queue the claim takes first
     node_serves_queue: bool
@@ -73,6 +81,16 @@ def blockers_of(facts: BlockerFacts) -> list[Blocker]:
                              limit=facts.key_limit))
     if facts.key_paused:
         found.append(Blocker(Reason.KEY_PAUSED, key=facts.concurrency_key))
+    if facts.circuit_until is not None:
+        found.append(Blocker(Reason.CIRCUIT_OPEN, until=facts.circuit_until))
+    if facts.handler_retry_after is not None:
+        found.append(Blocker(Reason.RETRY_AFTER, until=facts.handler_retry_after))
+    if facts.key_retry_after is not None:
+        found.append(Blocker(Reason.RETRY_AFTER, key=facts.concurrency_key, until=facts.key_retry_after))
+    if facts.adaptive_limit is not None and facts.adaptive_in_flight is not None \
+            and facts.adaptive_in_flight >= facts.adaptive_limit:
+        found.append(Blocker(Reason.ADAPTIVE_LIMIT, key=facts.concurrency_key, in_flight=facts.adaptive_in_flight,
+                             limit=facts.adaptive_limit))
     if facts.handler_rate_next is not None:
         found.append(Blocker(Reason.RATE_LIMIT, next_slot=facts.handler_rate_next))
     if facts.key_rate_next is not None:

@@ -34,6 +34,9 @@ class ClaimedJob:
     # signs the call. Made without them (tests), the call signs with handler_secret alone.
     handler_secrets: tuple[str, ...] = ()
     concurrency_key: str | None = None
+    # Its reply moves flow state (app/domain/flow.py): its handler is adaptive, or its circuit has
+    # failures counted or is not closed. A reply that fails does so whatever this says.
+    flow_watch: bool = False
 
 
 class OutcomeKind(StrEnum):
@@ -41,6 +44,7 @@ class OutcomeKind(StrEnum):
     ACCEPTED = "accepted"  # 202: the handler now holds the execution
     FAILED = "failed"
     ABANDONED = "abandoned"  # the call was still open at the deadline
+    REFUSED = "refused"  # an adaptive handler's 429 (app/domain/flow.py): back to ENQUEUED, same attempt
 
 
 @dataclass(frozen=True, slots=True)

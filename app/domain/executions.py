@@ -74,6 +74,27 @@ class Execution:
     concurrency_key: str | None = None
 
 
+MAX_DEBOUNCE_SECONDS = 86400.0
+
+
+@dataclass(frozen=True, slots=True)
+class Debounce:
+    """POST /v1/jobs `debounce`: while an execution of the handler and `key` waits, an enqueue
+    goes to it (trailing: due delay_seconds from now, never past the run's first enqueue +
+    max_delay_seconds, with the new payload and metadata); leading: the first runs at once and the
+    enqueues within delay_seconds of the last one are dropped (the window never passes the first +
+    max_delay_seconds)."""
+
+    key: str
+    delay_seconds: float
+    max_delay_seconds: float | None = None  # None: MAX_DEBOUNCE_SECONDS
+    mode: str = "trailing"  # or "leading"
+
+    @property
+    def cap_seconds(self) -> float:
+        return min(self.max_delay_seconds or MAX_DEBOUNCE_SECONDS, MAX_DEBOUNCE_SECONDS)
+
+
 @dataclass(frozen=True, slots=True)
 class NewJob:
     """A validated enqueue request, defaults applied, ready to insert. Its idempotency
@@ -97,6 +118,7 @@ class NewJob:
     # unless the metadata sets one; not part of the idempotency fingerprint.
     traceparent: str | None = None
     concurrency_key: str | None = None
+    debounce: Debounce | None = None  # single enqueues only (EnqueueService); never sent to jobwire_enqueue
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from app.domain.flow import Circuit
 from app.domain.handler_secrets import HandlerSecret
 
 
@@ -32,3 +33,7 @@ class Handler:
     key_concurrency: int | None = None  # calls in flight per concurrency key
     rate_limit: RateLimit | None = None  # call starts of the handler
     key_rate_limit: RateLimit | None = None  # call starts per concurrency key
+    adaptive: bool = False  # AIMD below max_concurrency (app/domain/flow.py)
+    circuit: Circuit = Circuit()  # its circuit breaker, shared by every node
+    adaptive_limit: int | None = None  # an adaptive handler's effective limit (jobs without a key)
+    adaptive_since: datetime | None = None

@@ -61,6 +61,8 @@ FAIL_FROM = (S.PROCESSING,)
 ABANDON_FROM = (S.PROCESSING,)
 # Claimed, never dispatched: back to ENQUEUED with the same attempt.
 UNDISPATCHED_FROM = (S.PROCESSING,)
+# A call an adaptive handler refused (429): back to ENQUEUED with the same attempt.
+REFUSED_FROM = (S.PROCESSING,)
 # A success for the current attempt also wins over ABANDONED and over a DEAD_LETTER
 # reached by abandoning (error_type abandoned_*): its work did finish.
 SUCCEED_FROM = (S.PROCESSING, S.ABANDONED, S.DEAD_LETTER)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from functools import partial
 
 import orjson
 
 from app.db.database import Database
+from app.db.debounce import DebounceRepository
 from app.db.executions import ExecutionRepository
 from app.domain.access import require_queue
 from app.domain.errors import DatabaseContention, DatabaseUnavailable, FieldError, PayloadTooLarge, ValidationFailed
@@ -27,7 +29,8 @@ class EnqueueLimits:
 @dataclass(frozen=True, slots=True)
 class Enqueued:
     execution: Execution
-    created: bool  # False: an idempotency key returned the first request's execution
+    created: bool  # False: an idempotency key returned the first request's execution, or a debounce
+    debounced: bool = False  # a debounced enqueue went to an execution that was there (`execution`)
 
 
 def job_size(job: NewJob) -> int:
@@ -60,6 +63,7 @@ class EnqueueService:
         self.limits = limits
         self.executions = executions or ExecutionRepository()
         self.counters = counters or NodeCounters()
+        self.debounce = DebounceRepository()
         # Single-job enqueues that arrive together share a statement, a commit and a NOTIFY.
         self._singles: Group[NewJob, Enqueued] = Group(self._insert, self._insert_one)
 
@@ -83,6 +87,8 @@ class EnqueueService:
                 raise PayloadTooLarge(field=f"{field_prefix}[{i}]" if field_prefix else "job",
                                       size=size, limit=self.limits.max_payload_bytes)
         if len(jobs) == 1 and field_prefix is None:
+            if jobs[0].debounce is not None:
+                return [await self._debounced(jobs[0])]
             if jobs[0].idempotency_key is None:
                 return [await self._singles(jobs[0])]
             # Alone: a key may wait for another transaction that holds it (an application's
@@ -152,6 +158,51 @@ class EnqueueService:
             done = await self.executions.enqueue(conn, jobs)
         self.counters.jobs_enqueued += sum(1 for _, created in done if created)
         return [Enqueued(execution, created) for execution, created in done]
+
+    async def _debounced(self, job: NewJob) -> Enqueued:
+        """A debounced enqueue (Debounce), in one transaction holding the (handler, key) row of
+        job_debounce: two nodes debouncing one key at once take turns and leave one execution. An
+        idempotency key stored before answers first, as for any enqueue."""
+        try:
+            return await retry_contention(lambda: self._debounce_once(job))
+        except ValidationFailed as exc:
+            raise _renamed(exc, None) from None
+
+    async def _debounce_once(self, job: NewJob) -> Enqueued:
+        d = job.debounce
+        assert d is not None
+        # What a new execution is enqueued as (trailing: due after the delay); also what a stored
+        # idempotency key's request is compared with.
+        plain = replace(job, debounce=None, delay_seconds=d.delay_seconds if d.mode == "trailing" else None)
+        async with self.db.transaction() as conn:
+            if job.idempotency_key is not None and await self.executions.has_idempotency_key(conn, job.idempotency_key):
+                [(execution, created)] = await self.executions.enqueue(conn, [plain])
+                return Enqueued(execution, created)
+            run = await self.debounce.lock(conn, job.handler, d.key)
+            if run is None:  # no such handler: the enqueue refuses it, naming the field
+                await self.executions.enqueue(conn, [plain])
+                raise AssertionError("jobwire_enqueue took a job of an unknown handler")
+            cap = (run.first_at or run.now) + timedelta(seconds=d.cap_seconds)
+            if d.mode == "trailing":
+                if run.execution_id is not None and run.execution_state == "ENQUEUED":
+                    pushed = await self.debounce.push(conn, run.execution_id, d.delay_seconds, cap, job.payload,
+                                                      job.metadata)
+                    if pushed is not None:
+                        return Enqueued(pushed, created=False, debounced=True)
+                [(execution, created)] = await self.executions.enqueue(conn, [plain])
+                await self.debounce.start(conn, job.handler, d.key, execution.id, window=None)
+            else:
+                if run.execution_id is not None and run.until is not None and run.until > run.now:
+                    taken = await self.executions.get(conn, run.execution_id)
+                    if taken is not None:
+                        await self.debounce.extend(conn, job.handler, d.key, d.delay_seconds, cap)
+                        return Enqueued(taken, created=False, debounced=True)
+                [(execution, created)] = await self.executions.enqueue(conn, [plain])
+                await self.debounce.start(conn, job.handler, d.key, execution.id,
+                                          window=min(d.delay_seconds, d.cap_seconds))
+        if created:
+            self.counters.jobs_enqueued += 1
+        return Enqueued(execution, created)
 
     async def _insert_one(self, job: NewJob) -> Enqueued:
         try:

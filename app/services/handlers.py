@@ -28,6 +28,7 @@ class HandlerSpec:
     key_concurrency: int | None = None
     rate_limit: RateLimit | None = None
     key_rate_limit: RateLimit | None = None
+    adaptive: bool = False
 
 
 class HandlerService:
@@ -50,6 +51,8 @@ class HandlerService:
                      if getattr(spec, f) is not None]
             if keyed:
                 raise ValidationFailed(keyed)
+        if spec.adaptive and spec.max_concurrency is None:
+            raise ValidationFailed([FieldError("adaptive", "needs max_concurrency: the limit it grows to")])
         secret = new_handler_secret()
         async with self.db.transaction() as conn:
             handler, created = await self.handlers.upsert(
@@ -63,6 +66,7 @@ class HandlerService:
                 key_concurrency=spec.key_concurrency,
                 rate_limit=spec.rate_limit,
                 key_rate_limit=spec.key_rate_limit,
+                adaptive=spec.adaptive,
             )
         return (replace(handler, secret=secret) if created else handler), created
 

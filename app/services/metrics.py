@@ -8,9 +8,10 @@ would read the whole table), and its series would end instead of reading 0.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.db.database import Database
+from app.db.handlers import HandlerGauges, HandlerRepository
 from app.db.queues import QueueRepository
 from app.domain.metrics import NodeCounters, QueueDepth, every_queue
 
@@ -21,6 +22,7 @@ class MetricsSnapshot:
     counters: NodeCounters
     in_flight: int
     queues: list[QueueDepth]
+    handlers: list[HandlerGauges] = field(default_factory=list)
 
 
 class MetricsService:
@@ -30,12 +32,14 @@ class MetricsService:
         self.node_id = node_id
         self.counters = counters
         self.queues = queues or QueueRepository()
+        self.handlers = HandlerRepository()
         self._listed: set[str] = set()  # queues shown by an earlier scrape
 
     async def snapshot(self) -> MetricsSnapshot:
         async with self.db.transaction() as conn:
             depth = await self.queues.depth(conn)
             scheduled = await self.queues.of_schedules(conn)
+            handlers = await self.handlers.flow_gauges(conn)
         queues = every_queue(depth, [*scheduled, *self._listed, *self.counters.queues()])
         self._listed.update(q.queue for q in queues)
-        return MetricsSnapshot(self.node_id, self.counters, self.counters.in_flight(), queues)
+        return MetricsSnapshot(self.node_id, self.counters, self.counters.in_flight(), queues, handlers)

@@ -18,6 +18,7 @@ from app.domain.logfields import fields
 from app.domain.retry import RetryPolicy
 from app.domain.states import JobState
 from app.domain.text import error_text
+from app.services.flow import FlowService
 from app.services.wakeups import wake_for_freed_slots
 
 log = logging.getLogger(__name__)
@@ -67,11 +68,13 @@ class OutcomeService:
         retry: RetryPolicy,
         claim_config: ClaimConfig,
         executions: ExecutionRepository | None = None,
+        flow: FlowService | None = None,
     ) -> None:
         self.db = db
         self.retry = retry
         self.claim_config = claim_config
         self.executions = executions or ExecutionRepository()
+        self.flow = flow or FlowService(db)
 
     async def claim(self, n: int) -> list[ClaimedJob]:
         c = self.claim_config
@@ -112,7 +115,12 @@ class OutcomeService:
         is guarded, so re-applying a recorded outcome is a no-op). Any other error isolates the
         culprit by recording one by one; an outcome that cannot be written at all is logged and
         left to the deadline scan, which abandons and retries its attempt.
+
+        First the replies move their handlers' flow state (circuit, Retry-After, adaptive limits);
+        a refusal the adaptive limiter takes back is recorded as REFUSED. That state is advisory:
+        when it cannot be written, the outcomes are recorded all the same.
         """
+        results = await self._refusals_taken_back(results)
         try:
             kinds = {outcome.kind for _, outcome in results}
             if kinds == {OutcomeKind.SUCCEEDED} or kinds == {OutcomeKind.ACCEPTED}:
@@ -143,6 +151,20 @@ class OutcomeService:
             else:
                 log_attempt_ends(log, ended)
 
+    async def _refusals_taken_back(
+            self, results: Sequence[tuple[ClaimedJob, Outcome]]) -> Sequence[tuple[ClaimedJob, Outcome]]:
+        try:
+            refused = await self.flow.observe(results)
+        except DatabaseUnavailable:
+            raise
+        except Exception:
+            log.exception("recording the flow state of %d replies failed", len(results))
+            return results
+        if not refused:
+            return results
+        return [(job, Outcome(OutcomeKind.REFUSED, error=outcome.error, http_status=outcome.http_status)
+                 if job.id in refused else outcome) for job, outcome in results]
+
     async def _record(self, conn: Any, results: Sequence[tuple[ClaimedJob, Outcome]]) -> list[AttemptEnd]:
         """Write the outcomes; returns the attempts they ended (successes only when logged at DEBUG:
         the hot path's statement returns no rows)."""
@@ -157,6 +179,9 @@ class OutcomeService:
                 await self.executions.succeed_quietly(conn, succeeded, self.db.notify_channel, statuses)
         if accepted:
             await self.executions.release_to_handler(conn, self.claim_config.node_id, accepted)
+        refused = [(j.id, j.attempt) for j, o in results if o.kind is OutcomeKind.REFUSED]
+        if refused and await self.executions.release_refused(conn, refused):
+            await self.executions.notify(conn, self.db.notify_channel)
         failed: list[AttemptEnd] = []  # successes wake what they free themselves
         for job, outcome in results:
             if outcome.kind in (OutcomeKind.FAILED, OutcomeKind.ABANDONED):

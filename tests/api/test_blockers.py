@@ -137,6 +137,33 @@ async def test_a_rate_limit_names_its_next_slot_the_handlers_or_the_keys(api, db
     assert not await a_claim_takes(db, held)
 
 
+async def test_an_open_circuit_and_a_retry_after_hold_the_handler_or_its_key(api, db):
+    job, keyed = await enqueue(api), await enqueue(api, concurrency_key="acme")
+    await sql(db, "UPDATE job_handler_flow SET circuit_state = 'open', circuit_until = '2999-01-01T00:00:00Z', "
+                  "circuit_failures = 5, retry_after = '2999-01-01T00:00:00Z'")  # the key's job made the row
+    await sql(db, "INSERT INTO job_keys (handler, key, retry_after) VALUES ('h', 'acme', '2999-01-01T00:00:00Z')")
+    assert (await blockers(api, job))["items"] == [
+        {"reason": "circuit_open", "until": LATER}, {"reason": "retry_after", "until": LATER}]
+    assert (await blockers(api, keyed))["items"] == [
+        {"reason": "circuit_open", "until": LATER}, {"reason": "retry_after", "until": LATER},
+        {"reason": "retry_after", "key": "acme", "until": LATER}]
+    assert not await a_claim_takes(db, job) and not await a_claim_takes(db, keyed)
+    await sql(db, "UPDATE job_handler_flow SET circuit_state = 'closed', retry_after = NULL")
+    assert (await blockers(api, job))["items"] == [] and await a_claim_takes(db, job)
+    assert not await a_claim_takes(db, keyed)
+
+
+async def test_an_adaptive_handler_at_its_effective_limit_holds_its_jobs(api, db):
+    await register(api, "h", NOWHERE, max_concurrency=10, adaptive=True)
+    await sql(db, "INSERT INTO job_handler_flow (handler, adaptive_limit) VALUES ('h', 2)")
+    for execution_id in [await enqueue(api) for _ in range(2)]:
+        await processing(db, execution_id)
+    job, keyed = await enqueue(api), await enqueue(api, concurrency_key="acme")
+    assert (await blockers(api, job))["items"] == [{"reason": "adaptive_limit", "in_flight": 2, "limit": 2}]
+    assert (await blockers(api, keyed))["items"] == []  # a key has a limit of its own (4 to start)
+    assert not await a_claim_takes(db, job) and await a_claim_takes(db, keyed)
+
+
 async def test_a_stateful_job_waits_for_the_one_running_and_for_the_one_ahead(api, db):
     holder = await enqueue(api, queue="ledger", stateful=True)
     await processing(db, holder)

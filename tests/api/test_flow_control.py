@@ -142,3 +142,25 @@ async def test_keys_of_an_unknown_handler_are_a_404_and_bad_parameters_a_422(api
     assert problem_fields(await api.get("/v1/handlers/h/keys", params={"state": "sleeping"}), 422) == ["state"]
     assert problem_fields(await api.get("/v1/handlers/h/keys", params={"cursor": "!!"}), 422) == ["cursor"]
     assert problem_fields(await api.post("/v1/handlers/h/keys/bad key/pause"), 422) == ["key"]
+
+
+async def test_a_handler_shows_its_circuit_and_its_adaptive_limit(api, db):
+    body = await register(api, "h", NOWHERE)
+    assert body["circuit"] == {"state": "closed", "until": None, "failures": 0} and body["adaptive"] is None
+    body = await register(api, "h", NOWHERE, max_concurrency=10, adaptive=True)
+    assert body["adaptive"] == {"limit": 4, "since": None}  # not started: its first claim's limit
+    await sql(db, "INSERT INTO job_handler_flow (handler, circuit_state, circuit_until, circuit_failures, "
+                  "adaptive_limit, adaptive_since) VALUES ('h', 'open', now() + interval '1 minute', 5, 2, now())")
+    body = (await api.get("/v1/handlers/h")).json()
+    assert body["circuit"]["state"] == "open" and body["circuit"]["failures"] == 5 and body["circuit"]["until"]
+    assert body["adaptive"]["limit"] == 2 and body["adaptive"]["since"]
+    metrics = (await api.get("/metrics")).text
+    assert 'jobwire_handler_circuit{handler="h",state="open"} 1.0' in metrics
+    assert 'jobwire_handler_circuit{handler="h",state="closed"} 0.0' in metrics
+    assert 'jobwire_handler_circuit_failures{handler="h"} 5.0' in metrics
+    assert 'jobwire_handler_adaptive_limit{handler="h"} 2.0' in metrics
+
+
+async def test_adaptive_needs_max_concurrency(api):
+    response = await api.put("/v1/handlers/h", json={"url": NOWHERE, "adaptive": True})
+    assert problem_fields(response, 422) == ["adaptive"]

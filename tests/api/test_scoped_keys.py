@@ -40,8 +40,8 @@ def expected_scope(method: str, path: str) -> Scope:
         return Scope.READ
     if path.startswith("/v1/jobs"):
         return Scope.ENQUEUE
-    if path.startswith(("/v1/executions", "/v1/queues")):
-        return Scope.OPERATE
+    if path.startswith(("/v1/executions", "/v1/queues")) or path.startswith("/v1/handlers/{name}/keys/"):
+        return Scope.OPERATE  # pausing one key of a handler is an operator's act, as pausing a queue
     assert path.startswith(("/v1/handlers", "/v1/schedules")), f"no rule for {method} {path}"
     return Scope.ADMIN
 

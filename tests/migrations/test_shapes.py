@@ -18,7 +18,7 @@ from app.domain.schedules import Schedule
 COMPUTED = {
     "jobwire_enqueue": {"ord", "created"},  # the item's position; inserted or found by its key
     # deadline - now(); the handler's URL, its newest signing secret and every active one
-    "jobwire_claim": {"seconds_left", "handler_url", "handler_secret", "handler_secrets"},
+    "jobwire_claim": {"seconds_left", "handler_url", "handler_secret", "handler_secrets", "flow_watch"},
     "jobwire_enqueue_input": {"ord", "run_at", "delay_seconds"},  # the item as sent, before scheduled_at
 }
 

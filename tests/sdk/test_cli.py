@@ -249,6 +249,79 @@ async def test_handlers_put_show_list_delete(cli: Callable[..., Awaitable[Done]]
     assert gone.status == 1 and gone.err.startswith("jobwire: 404 ")
 
 
+async def test_handlers_put_takes_flow_limits_and_a_bad_rate_limit_is_a_usage_error_naming_it(
+        cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient, server: RunningServer) -> None:
+    url = ("--url", server.url)
+    put = await cli("handlers", "put", "mailer", "http://127.0.0.1:9/mail", "--key-concurrency", "2",
+                    "--rate-limit", "20/1s", "--key-rate-limit", "100/1m", *url, "--json")
+    assert put.status == 0, put.err
+    handler = put.json()
+    assert (handler["key_concurrency"], handler["rate_limit"], handler["key_rate_limit"]) == (
+        2, {"limit": 20, "period_seconds": 1.0}, {"limit": 100, "period_seconds": 60.0})
+    shown = await cli("handlers", "show", "mailer", *url)
+    assert '"period_seconds":60.0' in shown.out.replace(" ", "")
+    bare = await cli("handlers", "put", "mailer", "http://127.0.0.1:9/mail", "--rate-limit", "5000/1h",
+                     "--key-rate-limit", "100/60", *url, "--json")
+    assert (bare.json()["rate_limit"], bare.json()["key_rate_limit"], bare.json()["key_concurrency"]) == (
+        {"limit": 5000, "period_seconds": 3600.0}, {"limit": 100, "period_seconds": 60.0}, None)
+
+    bad = (("--rate-limit", "20", "not LIMIT/PERIOD"), ("--key-rate-limit", "0/1s", "the limit must be at least 1"),
+           ("--rate-limit", "5/0", "the period must be more than 0 seconds"), ("--rate-limit", "5/1ms", "not LIMIT"),
+           ("--rate-limit", "5/2d", "not LIMIT"), ("--key-concurrency", "0", "must be at least 1"))
+    said = await asyncio.gather(*(jobwire_process("handlers", "put", "mailer", "http://127.0.0.1:9/mail", option,
+                                                  value, JOBWIRE_URL=server.url) for option, value, _ in bad))
+    for (option, value, reason), done in zip(bad, said, strict=True):
+        assert done.status == 2 and done.out == "", (option, value, done)
+        [line] = done.err.splitlines()
+        assert line.startswith(f"jobwire: handlers put: argument {option}: {reason}"), line
+    assert (await api.get("/v1/handlers/mailer")).json()["rate_limit"]["limit"] == 5000  # nothing was sent
+    refused = await cli("handlers", "put", "mailer", "http://127.0.0.1:9/mail", "--rate-limit", "5/25h", *url)
+    [line] = refused.err.splitlines()
+    assert refused.status == 1 and line.startswith("jobwire: 422 ") and "rate_limit.period_seconds" in line, line
+
+
+async def test_jobs_enqueue_takes_a_concurrency_key_and_handlers_keys_lists_pauses_and_resumes_them(
+        cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient, server: RunningServer) -> None:
+    url = ("--url", server.url)
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    for key in ("acme", "acme", "globex", "initech"):
+        done = await cli("jobs", "enqueue", "mailer", "--concurrency-key", key, *url, "--json")
+        assert done.status == 0 and done.json()["concurrency_key"] == key
+    listed = (await cli("handlers", "keys", "mailer", *url, "--json")).json_lines()
+    assert [(k["key"], k["waiting"], k["in_flight"], k["paused"]) for k in listed] == [
+        ("acme", 2, 0, False), ("globex", 1, 0, False), ("initech", 1, 0, False)]
+    first = (await cli("handlers", "keys", "mailer", "--limit", "2", *url, "--json")).json_lines()
+    assert [k["key"] for k in first] == ["acme", "globex"]
+
+    paused = await cli("handlers", "pause-key", "mailer", "globex", *url, "--json")
+    assert paused.status == 0 and (paused.json()["key"], paused.json()["paused"]) == ("globex", True)
+    only = (await cli("handlers", "keys", "mailer", "--state", "paused", *url, "--json")).json_lines()
+    assert [k["key"] for k in only] == ["globex"]
+    table = await cli("handlers", "keys", "mailer", "--state", "throttled", *url)
+    assert table.status == 0 and "in_flight" in table.out and "globex" in table.out and "acme" not in table.out
+    resumed = await cli("handlers", "resume-key", "mailer", "globex", *url)
+    assert resumed.status == 0 and "globex" in resumed.out
+    assert (await cli("handlers", "keys", "mailer", "--state", "paused", *url)).out.strip() == "none"
+
+    missing = await cli("handlers", "keys", "nobody", *url)
+    assert missing.status == 1 and missing.err.startswith("jobwire: 404 ") and len(missing.err.splitlines()) == 1
+    bad_key = await cli("handlers", "pause-key", "mailer", "bad key", *url)
+    assert bad_key.status == 1 and bad_key.err.startswith("jobwire: 422 ")
+    with pytest.raises(SystemExit) as usage:
+        await cli("handlers", "keys", "mailer", "--state", "sleeping", *url)
+    assert usage.value.code == 2
+
+
+async def test_executions_blockers_names_a_paused_key(cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient,
+                                                     server: RunningServer) -> None:
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    assert (await cli("handlers", "pause-key", "mailer", "acme", "--url", server.url)).status == 0
+    job = await cli("jobs", "enqueue", "mailer", "--concurrency-key", "acme", "--url", server.url, "--json")
+    found = (await cli("executions", "blockers", job.json()["id"], "--url", server.url, "--json")).json()
+    assert {"reason": "key_paused", "key": "acme"} in found["items"]  # beside no_node_serves_queue: no dispatcher
+    shown = await cli("executions", "blockers", job.json()["id"], "--url", server.url)
+    assert shown.status == 0 and "key_paused" in shown.out and "acme" in shown.out
+
 async def test_jobs_enqueue_and_the_older_enqueue_print_the_execution(
         cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient, server: RunningServer) -> None:
     await register(api, "mailer", "http://127.0.0.1:9/mail")

@@ -27,21 +27,26 @@ import jobwire
 from jobwire import (
     ApiKey,
     Attempt,
+    Blocker,
+    Blockers,
     BulkResult,
+    ConcurrencyKey,
     Event,
     Execution,
     Handler,
     HandlerSecret,
     InvalidResponse,
+    KeyRate,
     LogEntry,
     Node,
     Page,
     ProblemError,
     Queue,
+    RateLimit,
     Schedule,
     Unavailable,
 )
-from tests.conftest import free_port
+from tests.conftest import free_port, reply_result
 from tests.sdk.conftest import Live, MakeClient
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "enqueue_and_wait.py"
@@ -246,6 +251,98 @@ async def test_bulk_actions_cancel_retry_and_delete_a_selection(client):
     assert (await client.executions.wait(ids[0], timeout=10)).state == "SUCCEEDED"
     assert (await client.executions.bulk_delete(queue="bulk")).changed == 3
     assert await client.executions.list(queue="bulk") == []
+
+
+# --- flow control: a handler's limits, a job's concurrency key, keys paused and listed ------------
+
+async def test_a_handlers_flow_limits_are_put_read_back_and_can_be_put_back_as_read(live: Live, client):
+    url = live.handler.route("/limited", reply_result)
+    put = await client.handlers.put("limited", url, key_concurrency=2, rate_limit=RateLimit(limit=20, period_seconds=1),
+                                    key_rate_limit={"limit": 5, "period_seconds": 60})
+    assert (put.key_concurrency, put.rate_limit, put.key_rate_limit) == (
+        2, RateLimit(limit=20, period_seconds=1.0), RateLimit(limit=5, period_seconds=60.0))
+    shown = await client.handlers.get("limited")
+    assert isinstance(shown.key_rate_limit, RateLimit) and shown.key_rate_limit.period_seconds == 60.0
+    again = await client.handlers.put("limited", url, key_concurrency=shown.key_concurrency,
+                                      rate_limit=shown.rate_limit, key_rate_limit=shown.key_rate_limit)
+    assert (again.key_concurrency, again.rate_limit, again.key_rate_limit) == (
+        shown.key_concurrency, shown.rate_limit, shown.key_rate_limit)
+    cleared = await client.handlers.put("limited", url)  # the PUT is the whole definition
+    assert (cleared.key_concurrency, cleared.rate_limit, cleared.key_rate_limit) == (None, None, None)
+    with pytest.raises(ProblemError) as refused:
+        await client.handlers.put("limited", url, rate_limit=RateLimit(limit=0, period_seconds=1))
+    assert refused.value.status == 422 and refused.value.fields == ["rate_limit.limit"]
+
+
+async def test_a_job_carries_its_concurrency_key_alone_and_in_a_batch(client):
+    one = await client.jobs.enqueue("echo", {"n": 1}, concurrency_key="customer:42")
+    assert one.concurrency_key == "customer:42"
+    batch = await client.jobs.enqueue_batch([{"handler": "echo", "concurrency_key": "customer:7"},
+                                             {"handler": "echo"}])
+    assert [e.concurrency_key for e in batch] == ["customer:7", None]
+    done = await client.executions.wait(one.id, timeout=10)
+    assert (done.state, done.concurrency_key) == ("SUCCEEDED", "customer:42")
+    with pytest.raises(ProblemError) as refused:
+        await client.jobs.enqueue_batch([{"handler": "echo"}, {"handler": "echo", "concurrency_key": "has space"}])
+    assert refused.value.status == 422 and refused.value.fields == ["jobs[1].concurrency_key"]
+
+
+async def test_keys_are_listed_in_key_order_across_pages_and_paused_one_at_a_time(client):
+    for key, jobs in (("acme", 2), ("globex", 1), ("initech", 1)):
+        for _ in range(jobs):
+            await client.jobs.enqueue("echo", concurrency_key=key, delay_seconds=3600)
+    await client.jobs.enqueue("echo", delay_seconds=3600)  # no key: not listed
+    listed = await client.handlers.keys("echo", limit=2)  # two pages: 2 and 1
+    assert all(isinstance(k, ConcurrencyKey) for k in listed)
+    assert [(k.key, k.waiting, k.in_flight, k.paused) for k in listed] == [
+        ("acme", 2, 0, False), ("globex", 1, 0, False), ("initech", 1, 0, False)]
+    assert listed[0].rate == KeyRate(count=0) and listed[0].retry_after is None
+    first = await client.handlers.keys_page("echo", limit=2)
+    assert isinstance(first, Page) and [k.key for k in first.items] == ["acme", "globex"] and first.next_cursor
+    rest = await client.handlers.keys_page("echo", first.next_cursor, limit=2)
+    assert [k.key for k in rest.items] == ["initech"] and rest.next_cursor is None
+
+    paused = await client.handlers.pause_key("echo", "globex")
+    assert isinstance(paused, ConcurrencyKey) and (paused.key, paused.paused, paused.waiting) == ("globex", True, 1)
+    assert (await client.handlers.pause_key("echo", "globex")).paused is True  # again: the same, no refusal
+    assert [k.key for k in await client.handlers.keys("echo", state="paused")] == ["globex"]
+    assert (await client.handlers.resume_key("echo", "globex")).paused is False
+    assert await client.handlers.keys("echo", state="paused") == []
+
+    with pytest.raises(ProblemError) as missing:
+        await client.handlers.keys("nobody")
+    assert missing.value.status == 404
+    with pytest.raises(ProblemError) as invalid:
+        await client.handlers.keys("echo", state="sleeping")
+    assert invalid.value.status == 422 and invalid.value.fields == ["state"]
+
+
+async def test_a_paused_key_holds_only_its_own_jobs_and_blockers_name_it(client):
+    await client.handlers.pause_key("echo", "acme")  # a key needs no jobs to be paused
+    held = await client.jobs.enqueue("echo", {"key": "acme"}, concurrency_key="acme")
+    other = await client.jobs.enqueue("echo", {"key": "globex"}, concurrency_key="globex")
+    assert (await client.executions.wait(other.id, timeout=10)).state == "SUCCEEDED"
+    found = await client.executions.blockers(held.id)
+    assert isinstance(found, Blockers) and found.state == "ENQUEUED"
+    assert found.items == [Blocker(reason="key_paused", key="acme")]
+    await client.handlers.resume_key("echo", "acme")
+    assert (await client.executions.wait(held.id, timeout=10)).state == "SUCCEEDED"
+
+
+async def test_a_key_out_of_rate_waits_for_its_next_slot_said_by_blockers_and_keys(live: Live, client):
+    url = live.handler.route("/metered", reply_result)
+    await client.handlers.put("metered", url, key_rate_limit=RateLimit(limit=1, period_seconds=3600))
+    first = await client.jobs.enqueue("metered", concurrency_key="acme")
+    assert (await client.executions.wait(first.id, timeout=10)).state == "SUCCEEDED"
+    held = await client.jobs.enqueue("metered", concurrency_key="acme")
+    [blocker] = (await client.executions.blockers(held.id)).items
+    assert (blocker.reason, blocker.key) == ("rate_limit", "acme")
+    assert blocker.next_slot is not None and blocker.next_slot > datetime.now(UTC) + timedelta(minutes=55)
+    [key] = await client.handlers.keys("metered", state="throttled")
+    assert (key.key, key.waiting, key.in_flight, key.rate.count) == ("acme", 1, 0, 1)
+    assert key.rate.window_start is not None and key.rate.window_start < datetime.now(UTC)
+    assert key.rate.next_slot is not None and abs((key.rate.next_slot - blocker.next_slot).total_seconds()) < 1
+    assert (await client.executions.get(held.id)).state == "ENQUEUED"
 
 
 # --- schedules, queues, nodes, API keys, health ----------------------------------------------

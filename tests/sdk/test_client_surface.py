@@ -27,6 +27,9 @@ CLIENT_METHODS = {
     "deleteHandler": "handlers.delete",
     "addHandlerSecret": "handlers.add_secret",
     "deleteHandlerSecret": "handlers.delete_secret",
+    "listHandlerKeys": "handlers.keys",
+    "pauseHandlerKey": "handlers.pause_key",
+    "resumeHandlerKey": "handlers.resume_key",
     "enqueueJob": "jobs.enqueue",
     "enqueueJobs": "jobs.enqueue_batch",
     "getExecution": "executions.get",
@@ -63,19 +66,24 @@ CLIENT_METHODS = {
 CALLBACKS = {"appendExecutionLogs", "completeExecution", "reportProgress", "heartbeat", "getStep", "putStep"}
 
 RESOURCES = ("handlers", "jobs", "executions", "schedules", "queues", "nodes", "api_keys")
-ITERATORS = {("executions", "list"), ("executions", "logs"), ("executions", "events")}
+ITERATORS = {("executions", "list"), ("executions", "logs"), ("executions", "events"), ("handlers", "keys")}
 
 # Each resource object and the schemas of the document it is read from.
 SCHEMAS = {
     models.Execution: ["ExecutionOut", "BatchItemOut"],
     models.Progress: ["ProgressOut"],
     models.Attempt: ["AttemptOut"],
+    models.Blocker: ["BlockerOut"],
+    models.Blockers: ["BlockerList"],
     models.Event: ["EventOut"],
     models.TransitionEvent: ["TransitionEventOut"],
     models.LogEntry: ["LogOut"],
     models.BulkResult: ["BulkResultOut"],
     models.Handler: ["HandlerOut"],
     models.HandlerSecret: ["HandlerSecretOut", "SecretCreated"],
+    models.RateLimit: ["RateLimitOut", "RateLimitIn"],
+    models.ConcurrencyKey: ["KeyOut"],
+    models.KeyRate: ["KeyRateOut"],
     models.Schedule: ["ScheduleOut"],
     models.Queue: ["QueueOut"],
     models.Node: ["NodeOut"],

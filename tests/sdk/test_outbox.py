@@ -166,6 +166,21 @@ async def test_a_refused_job_raises_problem_error_naming_the_field(live, in_tran
     assert refused.value.__cause__ is not None  # the driver's own error, kept
 
 
+async def test_a_job_enqueued_in_a_transaction_carries_its_concurrency_key(live, in_transaction, sdk):
+    async def work(driver: Driver) -> outbox.EnqueuedJob:
+        return await driver.enqueue("echo", {"n": 1}, concurrency_key="customer:42", delay_seconds=3600)
+
+    job = await in_transaction(work)
+    assert (await sdk.executions.get(job.id)).concurrency_key == "customer:42"
+    assert [(k.key, k.waiting) async for k in sdk.handlers.keys("echo")] == [("customer:42", 1)]
+
+    async def refused(driver: Driver) -> Any:
+        return await driver.enqueue_many([{"handler": "echo", "concurrency_key": "has space"}])
+
+    with pytest.raises(ProblemError) as bad:
+        await in_transaction(refused, commit=False)
+    assert bad.value.status == 422 and bad.value.fields == ["jobs[0].concurrency_key"]
+
 async def test_the_schema_option_qualifies_the_function(live, in_transaction):
     async def work(driver: Driver) -> outbox.EnqueuedJob:
         return await driver.enqueue("echo", schema="public")

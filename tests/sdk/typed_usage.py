@@ -12,7 +12,9 @@ from jobwire import (
     ApiKey,
     AsyncJobwireClient,
     Attempt,
+    Blocker,
     BulkResult,
+    ConcurrencyKey,
     Event,
     Execution,
     Handler,
@@ -23,6 +25,7 @@ from jobwire import (
     Page,
     ProblemError,
     Queue,
+    RateLimit,
     Readiness,
     Schedule,
     Unavailable,
@@ -37,9 +40,20 @@ def blocking(url: str) -> None:
         assert_type(handler.secret, str | None)
         assert_type(client.handlers.list(), list[Handler])
         assert_type(client.handlers.add_secret("mailer", expire_others_after_seconds=3600), HandlerSecret)
+        limited = client.handlers.put("mailer", "https://mail.example.com/jobs", key_concurrency=2,
+                                      rate_limit=RateLimit(limit=20, period_seconds=1),
+                                      key_rate_limit={"limit": 100, "period_seconds": 60})
+        assert_type(limited.rate_limit, RateLimit | None)
+        assert_type(limited.key_concurrency, int | None)
+        for throttled in client.handlers.keys("mailer", state="throttled"):
+            assert_type(throttled, ConcurrencyKey)
+            assert_type(throttled.rate.next_slot, datetime | None)
+        assert_type(client.handlers.keys_page("mailer", None, limit=10), Page[ConcurrencyKey])
+        assert_type(client.handlers.pause_key("mailer", "customer:42"), ConcurrencyKey)
         execution = client.jobs.enqueue("mailer", {"to": "a@example.com"}, queue="mail", priority=2,
                                         run_at=datetime.now(UTC) + timedelta(minutes=5), idempotency_key="m-1")
         assert_type(execution, Execution)
+        assert_type(client.jobs.enqueue("mailer", concurrency_key="customer:42").concurrency_key, str | None)
         jobs: list[Job] = [{"handler": "mailer", "payload": {"n": n}} for n in range(3)]
         assert_type(client.jobs.enqueue_batch(jobs), list[Execution])
         done = client.executions.wait(execution.id, timeout=30.0)
@@ -47,6 +61,9 @@ def blocking(url: str) -> None:
         assert_type(client.executions.list(state="DEAD_LETTER", limit=100), Iterator[Execution])
         assert_type(client.executions.page(None, queue="mail"), Page[Execution])
         assert_type(client.executions.attempts(execution.id), list[Attempt])
+        for blocker in client.executions.blockers(execution.id).items:
+            assert_type(blocker, Blocker)
+            assert_type(blocker.next_slot, datetime | None)
         assert_type(client.executions.logs(execution.id), Iterator[LogEntry])
         for event in client.executions.events(execution.id):
             assert_type(event, Event)
@@ -87,5 +104,7 @@ async def asynchronous(url: str) -> None:
         assert_type(await client.executions.bulk_delete(state="SUCCEEDED"), BulkResult)
         assert_type(await client.schedules.list(), list[Schedule])
         assert_type(await client.queues.list(), list[Queue])
+        assert_type(client.handlers.keys("mailer"), AsyncIterator[ConcurrencyKey])
+        assert_type(await client.handlers.resume_key("mailer", "customer:42"), ConcurrencyKey)
         assert_type(await client.api_keys.list(), list[ApiKey])
         assert_type(await client.readiness(), Readiness)

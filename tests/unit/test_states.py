@@ -32,6 +32,7 @@ TARGET_OF = {
     "ABANDON_FROM": S.ABANDONED,
     "SUCCEED_FROM": S.SUCCEEDED,
     "UNDISPATCHED_FROM": S.ENQUEUED,
+    "REFUSED_FROM": S.ENQUEUED,
 }
 # Source sets of writes that delete the row instead of moving it to a state.
 DELETE_FROM = {"PURGE_FROM"}

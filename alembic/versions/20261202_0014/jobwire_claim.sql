@@ -29,7 +29,8 @@ CREATE OR REPLACE FUNCTION jobwire_claim(node text, n int, default_timeout float
 RETURNS TABLE (id uuid, job_id text, job_type text, handler text, queue text, attempt int, max_attempts int,
                payload jsonb, parameters jsonb, metadata jsonb, scheduled_at timestamptz,
                started_at timestamptz, deadline_at timestamptz, seconds_left float8,
-               handler_url text, handler_secret text, handler_secrets text[], concurrency_key text)
+               handler_url text, handler_secret text, handler_secrets text[], concurrency_key text,
+               flow_watch boolean)
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $function$
@@ -41,6 +42,7 @@ DECLARE
     v_paused text[];
     v_ids uuid[];
     v_slots int[];
+    v_keyless int[];
     v_picked uuid[] := '{}';
 BEGIN
     -- Step 1, its own statements (each takes a new snapshot, all before step 2's).
@@ -61,8 +63,10 @@ BEGIN
                      AS locked
           FROM job_handlers h
           WHERE h.max_concurrency IS NOT NULL OR h.key_concurrency IS NOT NULL OR h.rate_limit IS NOT NULL
-             OR h.key_rate_limit IS NOT NULL
-             OR EXISTS (SELECT 1 FROM job_handler_flow f WHERE f.handler = h.name)) AS l;
+             OR h.key_rate_limit IS NOT NULL OR h.adaptive
+             OR EXISTS (SELECT 1 FROM job_handler_flow f
+                        WHERE f.handler = h.name
+                          AND (f.keyed OR f.circuit_state <> 'closed' OR f.retry_after > now()))) AS l;
 
     SELECT COALESCE(array_agg(jq.name), '{}') INTO v_paused FROM job_queues jq WHERE jq.paused;
 
@@ -90,19 +94,30 @@ BEGIN
     IF cardinality(v_limited) > 0 THEN
         v_limited := ARRAY(
             SELECT h.name FROM job_handlers h WHERE h.name = ANY(v_limited) ORDER BY h.name);
-        v_slots := ARRAY(
-            SELECT GREATEST(LEAST(
-                       n,
-                       COALESCE(h.max_concurrency - (SELECT count(*) FROM job_executions p
-                                                     WHERE p.state = 'PROCESSING' AND p.handler = h.name),
-                                n),
-                       jobwire_rate_allowance(h.rate_limit, f.rate_next),
-                       CASE WHEN f.retry_after > now() THEN 0 END), 0)  -- LEAST skips a NULL
-            FROM job_handlers h LEFT JOIN job_handler_flow f ON f.handler = h.name
-            WHERE h.name = ANY(v_limited) ORDER BY h.name);
+        SELECT array_agg(GREATEST(LEAST(
+                   n,
+                   COALESCE(h.max_concurrency - c.in_flight, n),
+                   jobwire_rate_allowance(h.rate_limit, f.rate_next),
+                   CASE WHEN f.retry_after > now() THEN 0 END,  -- LEAST skips a NULL
+                   -- An open circuit: no call until circuit_until, then one probe (half_open until
+                   -- the probe's deadline, then another if its outcome never came).
+                   CASE WHEN f.circuit_state <> 'closed' THEN CASE WHEN f.circuit_until > now() THEN 0 ELSE 1 END END),
+                   0) ORDER BY h.name),
+               -- An adaptive handler's jobs without a key: at most its effective limit in flight.
+               array_agg(CASE WHEN h.adaptive THEN GREATEST(
+                   COALESCE(f.adaptive_limit, LEAST(h.max_concurrency, 4)) - c.keyless_in_flight, 0) END
+                   ORDER BY h.name)
+          INTO v_slots, v_keyless
+        FROM job_handlers h
+        LEFT JOIN job_handler_flow f ON f.handler = h.name
+        CROSS JOIN LATERAL (
+            SELECT count(*) AS in_flight, count(*) FILTER (WHERE p.concurrency_key IS NULL) AS keyless_in_flight
+            FROM job_executions p WHERE p.state = 'PROCESSING' AND p.handler = h.name) AS c
+        WHERE h.name = ANY(v_limited);
         FOR i IN 1 .. cardinality(v_limited) LOOP
             IF v_slots[i] > 0 THEN
-                v_picked := v_picked || jobwire_claim_pick(v_limited[i], v_slots[i], queues, v_paused);
+                v_picked := v_picked || jobwire_claim_pick(v_limited[i], v_slots[i], COALESCE(v_keyless[i], v_slots[i]),
+                                                           queues, v_paused);
             END IF;
         END LOOP;
     END IF;
@@ -232,13 +247,16 @@ BEGIN
     ), per_handler AS (
         -- Flow state, for the handlers that use it only: the highest turn claimed and the calls
         -- started against the handler's rate limit.
-        SELECT u.handler, max(u.fair_tag) AS turn, CAST(count(*) AS int) AS calls, h.rate_limit
+        SELECT u.handler, max(u.fair_tag) AS turn, CAST(count(*) AS int) AS calls, h.rate_limit,
+               max(u.deadline_at) AS deadline
         FROM u JOIN job_handlers h ON h.name = u.handler
-        WHERE h.rate_limit IS NOT NULL OR u.fair_tag IS NOT NULL
+        LEFT JOIN job_handler_flow x ON x.handler = u.handler
+        WHERE h.rate_limit IS NOT NULL OR u.fair_tag IS NOT NULL OR x.circuit_state <> 'closed'
         GROUP BY u.handler, h.rate_limit
     ), flow AS (
-        INSERT INTO job_handler_flow AS f (handler, fair_round, rate_next, rate_count, rate_window_start)
-        SELECT p.handler, COALESCE(p.turn, 0),
+        INSERT INTO job_handler_flow AS f (handler, fair_round, circuit_until, rate_next, rate_count,
+                                           rate_window_start)
+        SELECT p.handler, COALESCE(p.turn, 0), p.deadline,
                CASE WHEN p.rate_limit IS NOT NULL THEN jobwire_rate_next(p.rate_limit, NULL, p.calls) END,
                CASE WHEN p.rate_limit IS NOT NULL THEN p.calls ELSE 0 END,
                CASE WHEN p.rate_limit IS NOT NULL THEN now() END
@@ -260,6 +278,9 @@ BEGIN
                                               (SELECT h.rate_limit->>'period_seconds' FROM job_handlers h
                                                WHERE h.name = f.handler) AS float8))
                                      THEN f.rate_window_start ELSE now() END,
+            -- A call while the circuit is open is its probe: half_open until the probe's deadline.
+            circuit_state = CASE WHEN f.circuit_state = 'closed' THEN 'closed' ELSE 'half_open' END,
+            circuit_until = CASE WHEN f.circuit_state = 'closed' THEN f.circuit_until ELSE EXCLUDED.circuit_until END,
             updated_at = now()
     ), per_key AS (
         -- Per key of a handler with key_rate_limit: the calls started against it.
@@ -303,8 +324,11 @@ BEGIN
     SELECT u.id, u.job_id, u.job_type, u.handler, u.queue, u.attempt, u.max_attempts, u.payload,
            u.parameters, u.metadata, u.scheduled_at, u.started_at, u.deadline_at,
            CAST(EXTRACT(EPOCH FROM u.deadline_at - now()) AS float8), h.url, s.secrets[1], s.secrets,
-           u.concurrency_key
+           u.concurrency_key,
+           -- Its reply moves flow state: an adaptive handler's, or a circuit with failures counted.
+           COALESCE(h.adaptive OR f.circuit_failures > 0 OR f.circuit_state <> 'closed', false)
     FROM u LEFT JOIN job_handlers h ON h.name = u.handler
+    LEFT JOIN job_handler_flow f ON f.handler = u.handler
     LEFT JOIN secrets s ON s.handler = u.handler
     ORDER BY u.priority DESC, u.scheduled_at;
 END

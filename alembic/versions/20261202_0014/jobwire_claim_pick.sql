@@ -1,12 +1,14 @@
 -- A flow-controlled handler's share of a claim (jobwire_claim, which holds the handler's advisory
--- lock, so no other claimer picks its jobs meanwhile): up to `slots` of its due jobs, in the
--- order priority DESC, turn (fair_tag: keys take turns, jobs without a key as one key of their
--- own), scheduled_at; none of a paused key, of a key a Retry-After holds, or of a key whose rate
--- limit allows no call now; per key no more than key_concurrency less its calls in flight and its
--- rate limit's allowance.
+-- lock, so no other claimer picks its jobs meanwhile): up to `slots` of its due jobs, at most
+-- `keyless_slots` of them without a key (an adaptive handler's effective limit), in the order
+-- priority DESC, turn (fair_tag: keys take turns, jobs without a key as one key of their own),
+-- scheduled_at; none of a paused key, of a key a Retry-After holds, or of a key whose rate limit
+-- allows no call now; per key no more than its limit (key_concurrency and, on an adaptive
+-- handler, the key's effective limit) less its calls in flight, and its rate limit's allowance.
 -- Locked FOR UPDATE SKIP LOCKED until the caller commits. A job of a key at its limit is passed
 -- over by the walk (one index probe each), so a key's backlog never hides the keys behind it.
-CREATE OR REPLACE FUNCTION jobwire_claim_pick(handler_name text, slots int, queues text[], paused text[])
+CREATE OR REPLACE FUNCTION jobwire_claim_pick(handler_name text, slots int, keyless_slots int, queues text[],
+                                              paused text[])
 RETURNS uuid[]
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
@@ -14,8 +16,11 @@ AS $function$
 DECLARE
     v_key_limit int;
     v_key_rate jsonb;
+    v_adaptive boolean;
+    v_start int;  -- an adaptive key's first effective limit
 BEGIN
-    SELECT h.key_concurrency, h.key_rate_limit INTO v_key_limit, v_key_rate
+    SELECT h.key_concurrency, h.key_rate_limit, h.adaptive, LEAST(h.max_concurrency, 4)
+      INTO v_key_limit, v_key_rate, v_adaptive, v_start
     FROM job_handlers h WHERE h.name = handler_name;
     RETURN ARRAY(
         WITH candidates AS (
@@ -29,31 +34,38 @@ BEGIN
                               WHERE k.handler = handler_name AND k.key = e.concurrency_key
                                 AND (k.paused OR k.retry_after > now()
                                      OR jobwire_rate_allowance(v_key_rate, k.rate_next) = 0))
-                  AND (v_key_limit IS NULL
+                  AND ((v_key_limit IS NULL AND NOT v_adaptive)
                        OR (SELECT count(*) FROM job_executions p
                            WHERE p.handler = handler_name AND p.concurrency_key = e.concurrency_key
-                             AND p.state = 'PROCESSING') < v_key_limit)))
+                             AND p.state = 'PROCESSING')
+                          < LEAST(v_key_limit,
+                                  CASE WHEN v_adaptive THEN
+                                      COALESCE((SELECT k.adaptive_limit FROM job_keys k
+                                                WHERE k.handler = handler_name AND k.key = e.concurrency_key),
+                                               v_start) END))))
             ORDER BY e.priority DESC, e.fair_tag NULLS FIRST, e.scheduled_at
-            LIMIT CASE WHEN v_key_limit IS NULL AND v_key_rate IS NULL THEN slots ELSE slots * 4 END
+            LIMIT CASE WHEN v_key_limit IS NULL AND v_key_rate IS NULL AND NOT v_adaptive THEN slots
+                       ELSE slots * 4 END
             FOR UPDATE SKIP LOCKED
         ), allowed AS (
             -- Per key among the candidates: how many more may start now.
             SELECT c.key,
-                   LEAST(COALESCE(v_key_limit - (SELECT count(*) FROM job_executions p
-                                                 WHERE p.handler = handler_name AND p.concurrency_key = c.key
-                                                   AND p.state = 'PROCESSING'), 2147483647),
-                         jobwire_rate_allowance(v_key_rate, (SELECT k.rate_next FROM job_keys k
-                                                             WHERE k.handler = handler_name AND k.key = c.key)))
-                       AS n
+                   LEAST(COALESCE(LEAST(v_key_limit,
+                                        CASE WHEN v_adaptive THEN COALESCE(k.adaptive_limit, v_start) END)
+                                  - (SELECT count(*) FROM job_executions p
+                                     WHERE p.handler = handler_name AND p.concurrency_key = c.key
+                                       AND p.state = 'PROCESSING'), 2147483647),
+                         jobwire_rate_allowance(v_key_rate, k.rate_next)) AS n
             FROM (SELECT DISTINCT candidates.concurrency_key AS key FROM candidates
                   WHERE candidates.concurrency_key IS NOT NULL) AS c
+            LEFT JOIN job_keys k ON k.handler = handler_name AND k.key = c.key
         )
         SELECT r.id
         FROM (SELECT c.*, row_number() OVER (PARTITION BY c.concurrency_key
                                              ORDER BY c.priority DESC, c.fair_tag NULLS FIRST, c.scheduled_at) AS rank
               FROM candidates c) AS r
         LEFT JOIN allowed a ON a.key = r.concurrency_key
-        WHERE r.concurrency_key IS NULL OR r.rank <= a.n
+        WHERE CASE WHEN r.concurrency_key IS NULL THEN r.rank <= keyless_slots ELSE r.rank <= a.n END
         ORDER BY r.priority DESC, r.fair_tag NULLS FIRST, r.scheduled_at
         LIMIT slots);
 END

@@ -122,11 +122,12 @@ BEGIN
         IF n_errors > 0 THEN
             PERFORM jobwire_enqueue_refuse(errors);
         END IF;
-        INSERT INTO job_handler_flow (handler)
-        SELECT DISTINCT t.j->>'handler' FROM jsonb_array_elements(jobs) AS t(j)
+        INSERT INTO job_handler_flow AS f (handler, keyed)
+        SELECT DISTINCT t.j->>'handler', true FROM jsonb_array_elements(jobs) AS t(j)
         WHERE t.j->>'concurrency_key' IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM job_handler_flow x WHERE x.handler = t.j->>'handler' AND x.keyed)
         ORDER BY 1
-        ON CONFLICT (handler) DO NOTHING;
+        ON CONFLICT (handler) DO UPDATE SET keyed = true;
     END IF;
 
     -- 3. Insert, with one ENQUEUED event each. A stored idempotency key inserts nothing (a
@@ -166,7 +167,7 @@ BEGIN
                    + row_number() OVER (PARTITION BY i.handler, i.concurrency_key ORDER BY i.ord) - 1
                END
         FROM input i JOIN job_handlers h ON h.name = i.handler
-        LEFT JOIN job_handler_flow f ON f.handler = i.handler
+        LEFT JOIN job_handler_flow f ON f.handler = i.handler AND f.keyed
         ORDER BY i.idempotency_key COLLATE "C", i.ord
         ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING e.id, e.job_id, e.job_type, e.handler, e.queue, e.state, e.attempt, e.max_attempts, e.priority,

@@ -139,12 +139,16 @@ class BlockerOut(ResponseModel):
     """One reason the execution is not running now; the fields beside `reason` are its data."""
 
     reason: Literal["scheduled", "queue_paused", "handler_concurrency", "key_concurrency", "rate_limit", "key_paused",
-                    "stateful", "no_node_serves_queue"] = Field(
+                    "circuit_open", "retry_after", "adaptive_limit", "stateful", "no_node_serves_queue"] = Field(
         description="`scheduled`: due only at `until`; `queue_paused`: its `queue` is paused; `handler_concurrency`: "
                     "its handler has `in_flight` calls of its `limit` (max_concurrency); `key_concurrency`: its "
                     "concurrency `key` has `in_flight` calls of its handler's `limit` (key_concurrency); "
                     "`rate_limit`: its handler's rate_limit (or, with `key`, its key's key_rate_limit) lets the next "
-                    "call start at `next_slot`; `key_paused`: its `key` is paused; `stateful`: another stateful "
+                    "call start at `next_slot`; `key_paused`: its `key` is paused; `circuit_open`: its handler's "
+                    "circuit breaker lets no call out until `until` (then one probe); `retry_after`: a 429 or 503 "
+                    "with Retry-After holds its handler (or, with `key`, its key) until `until`; `adaptive_limit`: "
+                    "its adaptive handler (or, with `key`, its key) has `in_flight` calls of its effective `limit`; "
+                    "`stateful`: another stateful "
                     "job of its queue, `execution_id` in `state`, runs (PROCESSING) or goes first (ENQUEUED); "
                     "`no_node_serves_queue`: no live node claims from its `queue` (JOBWIRE_QUEUES)")
     until: datetime | None = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 from uuid import UUID
 
 from pydantic import AfterValidator, Field, Strict, StringConstraints
@@ -47,6 +47,12 @@ class HandlerIn(StrictModel):
     rate_limit: RateLimitIn | None = Field(None, description="At most `limit` calls of this handler start in any "
                                                              "window of `period_seconds`; jobs beyond wait ENQUEUED.")
     key_rate_limit: RateLimitIn | None = Field(None, description="As rate_limit, per concurrency key.")
+    adaptive: Annotated[bool, Strict()] = Field(
+        False, description="Adapt the calls in flight to what the handler takes (needs max_concurrency, the ceiling): "
+                           "start at min(max_concurrency, 4), double after each limit's worth of successes until a "
+                           "429 or 503 without Retry-After, or a timeout, halves it; then one more per 20 successes. "
+                           "A 429 puts its job back ENQUEUED with the same attempt (after 20 in a row, it is a failed "
+                           "attempt). Per concurrency key for jobs with one.")
 
 
 class HandlerSecretOut(ResponseModel):
@@ -55,6 +61,18 @@ class HandlerSecretOut(ResponseModel):
     id: UUID
     created_at: datetime
     expires_at: datetime | None = Field(description="when it stops signing; null: never (until deleted)")
+
+
+class CircuitOut(ResponseModel):
+    state: Literal["closed", "open", "half_open"] = Field(
+        description="open: no calls until `until`; half_open: one probe call is out (until its deadline)")
+    until: datetime | None
+    failures: int = Field(description="consecutive connection failures, timeouts and 5xx replies; 5 open it")
+
+
+class AdaptiveOut(ResponseModel):
+    limit: int = Field(description="calls in flight it allows now (jobs without a key; each key has its own)")
+    since: datetime | None = Field(description="when the limit last changed")
 
 
 class HandlerOut(ResponseModel):
@@ -66,6 +84,8 @@ class HandlerOut(ResponseModel):
     key_concurrency: int | None = None
     rate_limit: RateLimitOut | None = None
     key_rate_limit: RateLimitOut | None = None
+    circuit: CircuitOut | None = None
+    adaptive: AdaptiveOut | None = Field(None, description="an adaptive handler's effective limit; null: not adaptive")
     created_at: datetime
     updated_at: datetime
     secret: str | None = Field(

@@ -39,7 +39,7 @@ async def put_handler(name: HandlerName, body: HandlerIn, request: Request) -> R
         name, HandlerSpec(url=body.url, timeout_seconds=body.timeout_seconds,
                           max_concurrency=body.max_concurrency, stateful=body.stateful,
                           key_concurrency=body.key_concurrency, rate_limit=_rate(body.rate_limit),
-                          key_rate_limit=_rate(body.key_rate_limit)))
+                          key_rate_limit=_rate(body.key_rate_limit), adaptive=body.adaptive))
     return FastJSON(handler_view(handler, with_secret=created), status_code=201 if created else 200)
 
 

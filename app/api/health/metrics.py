@@ -15,7 +15,10 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from app.domain.metrics import CALL_OUTCOMES, COMPLETION_OUTCOMES, Histogram, label_pairs
+from app.domain.flow import CircuitState
 from app.services.metrics import MetricsSnapshot
+
+CIRCUIT_STATES = tuple(s.value for s in CircuitState)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -78,6 +81,22 @@ def families(m: MetricsSnapshot) -> list[Metric]:
     for queue, h in sorted(c.wait_seconds.items()):
         _observed(wait_seconds, [queue], h)
 
+    circuit = GaugeMetricFamily(
+        "jobwire_handler_circuit", "1 for the state each handler's circuit breaker is in (closed, open, half_open), "
+        "0 for the others; shared by every node.", labels=["handler", "state"])
+    failures = GaugeMetricFamily(
+        "jobwire_handler_circuit_failures", "Consecutive connection failures, timeouts and 5xx replies of a handler "
+        "(5 open its circuit).", labels=["handler"])
+    adaptive = GaugeMetricFamily(
+        "jobwire_handler_adaptive_limit", "An adaptive handler's effective limit of calls in flight (its jobs without "
+        "a key).", labels=["handler"])
+    for h in m.handlers:
+        for state in CIRCUIT_STATES:
+            circuit.add_metric([h.handler, state], int(h.circuit_state == state))
+        failures.add_metric([h.handler], h.circuit_failures)
+        if h.adaptive_limit is not None:
+            adaptive.add_metric([h.handler], h.adaptive_limit)
+
     node = GaugeMetricFamily("jobwire_node_info", "This node (its id changes at every start).", labels=["node"])
     node.add_metric([m.node_id], 1)
     return [
@@ -89,7 +108,7 @@ def families(m: MetricsSnapshot) -> list[Metric]:
         CounterMetricFamily("jobwire_claims_total", "Claim statements this node's dispatcher ran.", value=c.claims),
         CounterMetricFamily("jobwire_jobs_claimed_total", "Executions this node's dispatcher claimed.",
                             value=c.jobs_claimed),
-        calls, completions, call_seconds, wait_seconds,
+        calls, completions, call_seconds, wait_seconds, circuit, failures, adaptive,
     ]
 
 

@@ -9,10 +9,9 @@ from starlette.responses import Response
 from app.api.auth import ManagementRoute, queues_of, requires
 from app.api.body import body_as
 from app.api.direct import direct
-from app.api.executions.models import ExecutionOut
 from app.api.executions.views import execution_view
 from app.api.jobs.faults import every_fault
-from app.api.jobs.models import BatchIn, BatchOut, JobIn
+from app.api.jobs.models import BatchIn, BatchOut, EnqueuedOut, JobIn
 from app.api.responses import FastJSON, problems
 from app.api.services import services_of
 from app.domain.access import Scope
@@ -29,9 +28,10 @@ IDEMPOTENCY_DOC = ("the job's idempotency key, as the body's `idempotency_key` (
                    "a repeat with the same body answers 200 with the first execution")
 
 
-@router.post("", operation_id="enqueueJob", response_model=ExecutionOut, status_code=201,
-             responses={200: {"model": ExecutionOut,
-                              "description": "an idempotency key already stored with the same body"},
+@router.post("", operation_id="enqueueJob", response_model=EnqueuedOut, status_code=201,
+             responses={200: {"model": EnqueuedOut,
+                              "description": "an idempotency key already stored with the same body, or a debounced "
+                                             "enqueue (`debounced`: the execution that took it)"},
                         **problems(413)},
              openapi_extra=direct(JobIn, headers={"Idempotency-Key": IDEMPOTENCY_DOC, "traceparent": TRACEPARENT_DOC}))
 @requires(Scope.ENQUEUE)
@@ -53,7 +53,10 @@ async def enqueue(request: Request) -> Response:
             raise ValidationFailed([FieldError("idempotency_key", "differs from the Idempotency-Key header")])
     [done] = await s.enqueue.enqueue([body.to_new_job(idempotency_key, valid_traceparent(traceparent))],
                                      queues=queues_of(request))
-    return FastJSON(execution_view(done.execution), status_code=201 if done.created else 200)
+    view = execution_view(done.execution)
+    if body.debounce is not None:
+        view["debounced"] = done.debounced
+    return FastJSON(view, status_code=201 if done.created else 200)
 
 
 @router.post("/batch", operation_id="enqueueJobs", response_model=BatchOut, status_code=201, responses=problems(413),
@@ -68,6 +71,10 @@ async def enqueue_batch(request: Request) -> Response:
         body = body_as(request, BatchIn)
     except RequestValidationError as refused:
         raise await every_fault(request, refused, batch=True) from None
+    debounced = [FieldError(f"jobs[{i}].debounce", "only POST /v1/jobs debounces: send this job alone")
+                 for i, job in enumerate(body.jobs) if job.debounce is not None]
+    if debounced:
+        raise ValidationFailed(debounced)
     s = services_of(request)
     trace = valid_traceparent(request.headers.get("traceparent"))
     done = await s.enqueue.enqueue([job.to_new_job(traceparent=trace) for job in body.jobs], field_prefix="jobs",

@@ -23,6 +23,19 @@ SELECT e.state, e.queue,
        COALESCE(k.paused, false) AS key_paused,
        CASE WHEN h.rate_limit IS NOT NULL AND f.rate_next > now() THEN f.rate_next END AS handler_rate_next,
        CASE WHEN h.key_rate_limit IS NOT NULL AND k.rate_next > now() THEN k.rate_next END AS key_rate_next,
+       CASE WHEN f.circuit_state <> 'closed' AND f.circuit_until > now() THEN f.circuit_until END AS circuit_until,
+       CASE WHEN f.retry_after > now() THEN f.retry_after END AS handler_retry_after,
+       CASE WHEN k.retry_after > now() THEN k.retry_after END AS key_retry_after,
+       -- An adaptive handler's limit over this execution: its key's, or (without a key) the handler's.
+       CASE WHEN h.adaptive THEN
+           COALESCE(CASE WHEN e.concurrency_key IS NULL THEN f.adaptive_limit ELSE k.adaptive_limit END,
+                    LEAST(h.max_concurrency, 4))
+       END AS adaptive_limit,
+       CASE WHEN h.adaptive THEN
+           (SELECT count(*) FROM job_executions p
+            WHERE p.state = 'PROCESSING' AND p.handler = e.handler
+              AND p.concurrency_key IS NOT DISTINCT FROM e.concurrency_key)
+       END AS adaptive_in_flight,
        CASE WHEN e.stateful THEN
            (SELECT p.id FROM job_executions p
             WHERE p.state = 'PROCESSING' AND p.stateful AND p.queue = e.queue

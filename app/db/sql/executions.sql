@@ -13,6 +13,9 @@ SELECT ord, created, $COLUMNS FROM jobwire_enqueue(CAST(:jobs AS jsonb)) ORDER B
 -- name: execution_get
 SELECT $COLUMNS FROM job_executions WHERE id = :id
 
+-- name: execution_has_idempotency_key
+SELECT EXISTS (SELECT 1 FROM job_executions WHERE idempotency_key = :key)
+
 -- name: executions_claim
 -- The dispatcher's claim: jobwire_claim (app/db/sql/functions/jobwire_claim.sql) takes the advisory
 -- locks (stateful queues, limited handlers) and then claims up to :n due jobs, best first, marking
@@ -21,7 +24,8 @@ SELECT $COLUMNS FROM job_executions WHERE id = :id
 -- as they are (no decoding and encoding again on the way to the handler).
 SELECT id, job_id, job_type, handler, queue, attempt, max_attempts, CAST(payload AS text) AS payload,
        CAST(parameters AS text) AS parameters, CAST(metadata AS text) AS metadata, scheduled_at,
-       started_at, deadline_at, seconds_left, handler_url, handler_secret, handler_secrets, concurrency_key
+       started_at, deadline_at, seconds_left, handler_url, handler_secret, handler_secrets, concurrency_key,
+       flow_watch
 FROM jobwire_claim(:node, :n, :default_timeout, CAST(:queues AS text[]))
 
 -- fragment: locked
@@ -71,6 +75,15 @@ WITH input AS (
     UPDATE job_schedules s SET last_success_at = now(), consecutive_failures = 0
     FROM (SELECT DISTINCT job_id FROM u WHERE job_type = 'CRON') AS c
     WHERE s.job_id = c.job_id
+), circuit_reset AS (
+    -- A success ends a run of failures its handler's closed circuit counts (app/domain/flow.py):
+    -- an index probe per handler, a write only after failures. Rows locked in name order.
+    UPDATE job_handler_flow f SET circuit_failures = 0, updated_at = now()
+    FROM (SELECT x.handler FROM job_handler_flow x
+          WHERE x.handler IN (SELECT u.handler FROM u) AND x.circuit_failures > 0 AND x.circuit_state = 'closed'
+          ORDER BY x.handler
+          FOR NO KEY UPDATE) AS r
+    WHERE f.handler = r.handler
 ), wake AS (
     -- A success that frees a stateful queue or a max_concurrency slot wakes the dispatchers
     -- (one NOTIFY, delivered on commit). Evaluated once, through the select list below.
@@ -208,6 +221,23 @@ WITH t AS (
     SET state = 'ENQUEUED', started_at = NULL, deadline_at = NULL, locked_by = NULL, updated_at = now()
     FROM t
     WHERE e.id = t.id AND e.state = ANY(CAST(:from_states AS text[])) AND e.locked_by = :node
+    RETURNING $E_COLUMNS
+), ev AS (
+    INSERT INTO job_events (execution_id, event) SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u
+)
+SELECT $COLUMNS FROM u
+
+-- name: executions_release_refused
+-- Calls an adaptive handler refused (429, app/domain/flow.py): back to ENQUEUED with the same
+-- attempt and the same place in line (nothing was worked on, so no attempt is spent), with an
+-- event each. Guarded: PROCESSING at that attempt.
+WITH input AS (
+    SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:attempts AS int[])) AS i(id, attempt)
+), $locked, u AS (
+    UPDATE job_executions e
+    SET state = 'ENQUEUED', started_at = NULL, deadline_at = NULL, locked_by = NULL, updated_at = now()
+    FROM input JOIN locked ON locked.id = input.id
+    WHERE e.id = input.id AND e.attempt = input.attempt AND e.state = ANY(CAST(:from_states AS text[]))
     RETURNING $E_COLUMNS
 ), ev AS (
     INSERT INTO job_events (execution_id, event) SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u

@@ -7,32 +7,43 @@
 -- outlive its rotation). (xmax = 0) tells an insert from an update.
 WITH h AS (
     INSERT INTO job_handlers (name, url, timeout_seconds, max_concurrency, stateful, key_concurrency, rate_limit,
-                              key_rate_limit)
+                              key_rate_limit, adaptive)
     VALUES (:name, :url, :timeout_seconds, :max_concurrency, :stateful, :key_concurrency,
-            CAST(:rate_limit AS jsonb), CAST(:key_rate_limit AS jsonb))
+            CAST(:rate_limit AS jsonb), CAST(:key_rate_limit AS jsonb), :adaptive)
     ON CONFLICT (name) DO UPDATE
     SET url = EXCLUDED.url, timeout_seconds = EXCLUDED.timeout_seconds,
         max_concurrency = EXCLUDED.max_concurrency, stateful = EXCLUDED.stateful,
         key_concurrency = EXCLUDED.key_concurrency, rate_limit = EXCLUDED.rate_limit,
-        key_rate_limit = EXCLUDED.key_rate_limit, updated_at = now()
+        key_rate_limit = EXCLUDED.key_rate_limit, adaptive = EXCLUDED.adaptive, updated_at = now()
     RETURNING name, url, timeout_seconds, max_concurrency, stateful, created_at, updated_at, key_concurrency,
-              rate_limit, key_rate_limit, (xmax = 0) AS created
+              rate_limit, key_rate_limit, adaptive, (xmax = 0) AS created
 ), first_secret AS (
     INSERT INTO job_handler_secrets (handler, secret) SELECT h.name, :secret FROM h WHERE h.created
 )
-SELECT name, url, timeout_seconds, max_concurrency, stateful, created_at, updated_at, key_concurrency, rate_limit,
-       key_rate_limit, created
-FROM h
+SELECT h.name, h.url, h.timeout_seconds, h.max_concurrency, h.stateful, h.created_at, h.updated_at,
+       h.key_concurrency, h.rate_limit, h.key_rate_limit, h.adaptive,
+       COALESCE(f.circuit_state, 'closed') AS circuit_state,
+       CASE WHEN f.circuit_state <> 'closed' THEN f.circuit_until END AS circuit_until,
+       COALESCE(f.circuit_failures, 0) AS circuit_failures, f.adaptive_limit, f.adaptive_since, h.created
+FROM h LEFT JOIN job_handler_flow f ON f.handler = h.name
 
 -- name: handler_get
-SELECT name, url, timeout_seconds, max_concurrency, stateful, created_at, updated_at, key_concurrency, rate_limit,
-       key_rate_limit
-FROM job_handlers WHERE name = :name
+SELECT h.name, h.url, h.timeout_seconds, h.max_concurrency, h.stateful, h.created_at, h.updated_at,
+       h.key_concurrency, h.rate_limit, h.key_rate_limit, h.adaptive,
+       COALESCE(f.circuit_state, 'closed') AS circuit_state,
+       CASE WHEN f.circuit_state <> 'closed' THEN f.circuit_until END AS circuit_until,
+       COALESCE(f.circuit_failures, 0) AS circuit_failures, f.adaptive_limit, f.adaptive_since
+FROM job_handlers h LEFT JOIN job_handler_flow f ON f.handler = h.name
+WHERE h.name = :name
 
 -- name: handlers_list
-SELECT name, url, timeout_seconds, max_concurrency, stateful, created_at, updated_at, key_concurrency, rate_limit,
-       key_rate_limit
-FROM job_handlers ORDER BY name
+SELECT h.name, h.url, h.timeout_seconds, h.max_concurrency, h.stateful, h.created_at, h.updated_at,
+       h.key_concurrency, h.rate_limit, h.key_rate_limit, h.adaptive,
+       COALESCE(f.circuit_state, 'closed') AS circuit_state,
+       CASE WHEN f.circuit_state <> 'closed' THEN f.circuit_until END AS circuit_until,
+       COALESCE(f.circuit_failures, 0) AS circuit_failures, f.adaptive_limit, f.adaptive_since
+FROM job_handlers h LEFT JOIN job_handler_flow f ON f.handler = h.name
+ORDER BY h.name
 
 -- name: handler_secrets_list
 -- The named handlers' secrets that still sign (expires_at unset or ahead), newest first (the
@@ -141,3 +152,11 @@ UPDATE job_meta SET value = :value WHERE key = :key AND value = :stored RETURNIN
 -- name: migration_heads
 -- The revisions alembic recorded (readiness compares them with this build's head).
 SELECT version_num FROM alembic_version
+
+-- name: handlers_flow_gauges
+-- Each handler's circuit (every handler: one without flow state is closed) and, for an adaptive
+-- one, its effective limit: the gauges of /metrics.
+SELECT h.name, COALESCE(f.circuit_state, 'closed') AS circuit_state, COALESCE(f.circuit_failures, 0) AS failures,
+       CASE WHEN h.adaptive THEN COALESCE(f.adaptive_limit, LEAST(h.max_concurrency, 4)) END AS adaptive_limit
+FROM job_handlers h LEFT JOIN job_handler_flow f ON f.handler = h.name
+ORDER BY h.name

@@ -13,22 +13,25 @@ from jobwire.models import (
     Blocker,
     Blockers,
     BulkResult,
+    ConcurrencyKey,
     Event,
     Execution,
     Handler,
     HandlerSecret,
     Health,
+    KeyRate,
     LogEntry,
     Node,
     Page,
     Progress,
     Queue,
+    RateLimit,
     Readiness,
     Schedule,
     TransitionEvent,
 )
 
 __all__ = ["TERMINAL_STATES", "ApiKey", "AsyncJobwireClient", "Attempt", "Blocker", "Blockers", "BulkResult",
-           "Event", "Execution", "Handler", "HandlerSecret", "Health", "InvalidResponse", "JobwireClient",
-           "JobwireError", "LogEntry", "Node", "Page", "ProblemError", "Progress", "Queue", "Readiness", "Retries",
-           "Schedule", "TransitionEvent", "Unavailable", "__version__"]
+           "ConcurrencyKey", "Event", "Execution", "Handler", "HandlerSecret", "Health", "InvalidResponse",
+           "JobwireClient", "JobwireError", "KeyRate", "LogEntry", "Node", "Page", "ProblemError", "Progress", "Queue",
+           "RateLimit", "Readiness", "Retries", "Schedule", "TransitionEvent", "Unavailable", "__version__"]

@@ -62,6 +62,10 @@ RESEND: Mapping[str, Resend] = {
         "GET the handler (client.handlers.get): a secret you do not know in its `secrets` was added by the lost "
         "request; delete it (client.handlers.delete_secret) and add another"),
     "deleteHandlerSecret": DELETE,
+    # a handler's concurrency keys: pausing a paused key changes nothing
+    "listHandlerKeys": SAFE,
+    "pauseHandlerKey": SAFE,
+    "resumeHandlerKey": SAFE,
     # jobs: every enqueue carries an idempotency key (the caller's or the client's), so a second
     # try returns the execution the first one stored
     "enqueueJob": SAFE,

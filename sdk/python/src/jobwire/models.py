@@ -14,9 +14,9 @@ from typing import Any, Generic, TypeVar
 
 from jobwire._resource import Resource, many, one, parse_time, times
 
-__all__ = ["TERMINAL_STATES", "ApiKey", "Attempt", "Blocker", "Blockers", "BulkResult", "Event", "Execution",
-           "Handler", "HandlerSecret", "Health", "LogEntry", "Node", "Page", "Progress", "Queue", "Readiness",
-           "Schedule", "TransitionEvent", "parse_time"]
+__all__ = ["TERMINAL_STATES", "ApiKey", "Attempt", "Blocker", "Blockers", "BulkResult", "ConcurrencyKey", "Event",
+           "Execution", "Handler", "HandlerSecret", "Health", "KeyRate", "LogEntry", "Node", "Page", "Progress",
+           "Queue", "RateLimit", "Readiness", "Schedule", "TransitionEvent", "parse_time"]
 
 T = TypeVar("T")
 
@@ -66,6 +66,7 @@ class Execution(Resource):
     last_error: str | None = None
     error_type: str | None = None
     created: bool | None = None  # in a batch's answer: False when an idempotency key found it
+    concurrency_key: str | None = None  # the key it shares its handler's per-key limits with
 
     _READERS = {**times("scheduled_at", "created_at", "started_at", "completed_at", "deadline_at"),
                 "progress": one(Progress.from_json)}
@@ -97,8 +98,10 @@ class Attempt(Resource):
 class Blocker(Resource):
     """One reason an ENQUEUED execution is not running now (`GET /v1/executions/{id}/blockers`):
     `scheduled` (`until`), `queue_paused` (`queue`), `handler_concurrency` (`in_flight` of
-    `limit`), `stateful` (`execution_id` in `state`, PROCESSING or ENQUEUED ahead),
-    `no_node_serves_queue` (`queue`)."""
+    `limit`), `key_concurrency` (its concurrency `key` has `in_flight` of `limit`), `rate_limit`
+    (the next call may start at `next_slot`: the handler's rate_limit, or with `key` the key's
+    key_rate_limit), `key_paused` (`key`), `stateful` (`execution_id` in `state`, PROCESSING or
+    ENQUEUED ahead), `no_node_serves_queue` (`queue`)."""
 
     reason: str
     until: datetime | None = None
@@ -107,8 +110,10 @@ class Blocker(Resource):
     limit: int | None = None
     execution_id: str | None = None
     state: str | None = None
+    key: str | None = None
+    next_slot: datetime | None = None
 
-    _READERS = times("until")
+    _READERS = times("until", "next_slot")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,21 +211,67 @@ class HandlerSecret(Resource):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RateLimit(Resource):
+    """A handler's `rate_limit` or `key_rate_limit`: at most `limit` calls start in any window of
+    `period_seconds`, spaced evenly (bursts of at most limit / 20); jobs held back stay ENQUEUED
+    and spend no attempt. Also what `client.handlers.put` takes
+    (`rate_limit=RateLimit(limit=20, period_seconds=1)`), so a handler's limits can be put back."""
+
+    limit: int
+    period_seconds: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Handler(Resource):
     """A registered handler (`GET /v1/handlers/{name}`). `secret` is set only in the answer to the
-    PUT that created it: the signing secret, never shown again."""
+    PUT that created it: the signing secret, never shown again. `key_concurrency` and
+    `key_rate_limit` hold per concurrency key (a job's `concurrency_key`), `rate_limit` for the
+    whole handler; None: no such limit."""
 
     name: str
     url: str
     timeout_seconds: float | None = None
     max_concurrency: int | None = None
     stateful: bool = False
+    key_concurrency: int | None = None
+    rate_limit: RateLimit | None = None
+    key_rate_limit: RateLimit | None = None
     created_at: datetime
     updated_at: datetime
     secrets: list[HandlerSecret] = field(default_factory=list)
     secret: str | None = None
 
-    _READERS = {**times("created_at", "updated_at"), "secrets": many(HandlerSecret.from_json)}
+    _READERS = {**times("created_at", "updated_at"), "secrets": many(HandlerSecret.from_json),
+                "rate_limit": one(RateLimit.from_json), "key_rate_limit": one(RateLimit.from_json)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeyRate(Resource):
+    """A concurrency key's window of its handler's key_rate_limit: `count` calls started since
+    `window_start` (0 and None without a window open); `next_slot`, while ahead, is when the next
+    may start."""
+
+    count: int
+    window_start: datetime | None = None
+    next_slot: datetime | None = None
+
+    _READERS = times("window_start", "next_slot")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConcurrencyKey(Resource):
+    """A handler's concurrency key (`GET /v1/handlers/{name}/keys`): its jobs `waiting` (ENQUEUED)
+    and `in_flight` (PROCESSING), its `rate` window, `paused` (until resumed), and `retry_after`:
+    a handler's 429 or 503 with Retry-After holds the key until then. Keys need no registration."""
+
+    key: str
+    waiting: int
+    in_flight: int
+    rate: KeyRate
+    paused: bool
+    retry_after: datetime | None = None
+
+    _READERS = {**times("retry_after"), "rate": KeyRate.from_json}
 
 
 # --- schedules, queues, nodes, API keys, health ----------------------------------------------

@@ -11,6 +11,8 @@ from datetime import datetime
 from typing import Any, Required, TypedDict
 from uuid import UUID
 
+from jobwire.models import RateLimit
+
 Id = str | UUID  # an execution's, a secret's or an API key's id: a UUID or its text
 
 
@@ -29,6 +31,7 @@ class JobOptions(TypedDict, total=False):
     parameters: Mapping[str, Any] | None
     metadata: Mapping[str, Any] | None
     idempotency_key: str | None  # without one the client makes one (`sdk-<uuid4>`)
+    concurrency_key: str | None  # shares its handler's key_concurrency and key_rate_limit with its key's jobs
 
 
 class Job(JobOptions, total=False):
@@ -38,12 +41,24 @@ class Job(JobOptions, total=False):
     payload: Any
 
 
+class RateLimitSpec(TypedDict):
+    """A rate limit as a mapping, as the API writes it: at most `limit` calls start in any window
+    of `period_seconds` (`jobwire.RateLimit` says the same as an object)."""
+
+    limit: int
+    period_seconds: float
+
+
 class HandlerOptions(TypedDict, total=False):
-    """The fields of `PUT /v1/handlers/{name}` beside `url`."""
+    """The fields of `PUT /v1/handlers/{name}` beside `url` (the PUT is the whole definition: a
+    field left out takes its default again, a limit left out is gone)."""
 
     timeout_seconds: float | None
     max_concurrency: int | None
     stateful: bool | None
+    key_concurrency: int | None  # calls in flight per concurrency key
+    rate_limit: RateLimit | RateLimitSpec | None  # call starts of the whole handler
+    key_rate_limit: RateLimit | RateLimitSpec | None  # call starts per concurrency key
 
 
 class ScheduleOptions(TypedDict, total=False):

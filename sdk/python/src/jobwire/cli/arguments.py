@@ -36,6 +36,40 @@ def positive(text: str) -> int:
     return number
 
 
+PERIOD_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
+
+
+def rate_limit(text: str) -> dict[str, Any]:
+    """`LIMIT/PERIOD` as the API's rate limit: at most LIMIT calls start in any PERIOD, in seconds
+    or with a unit (`20/1`, `20/1s`, `100/60`, `100/1m`, `5000/1h`). ValueError for anything else."""
+    limit_text, slash, period_text = text.strip().partition("/")
+    unit = period_text[-1:] if period_text[-1:] in PERIOD_UNITS else ""
+    try:
+        if not slash:
+            raise ValueError
+        limit, period = int(limit_text), float(period_text.removesuffix(unit))
+    except ValueError:
+        raise ValueError(f"not LIMIT/PERIOD (e.g. 20/1s: 20 a second; 100/60: 100 a minute): {text!r}") from None
+    if limit < 1:
+        raise ValueError(f"the limit must be at least 1: {text!r}")
+    if not 0 < period < float("inf"):
+        raise ValueError(f"the period must be more than 0 seconds: {text!r}")
+    return {"limit": limit, "period_seconds": period * PERIOD_UNITS[unit]}
+
+
+class RateLimitOption(argparse.Action):
+    """An option that takes `LIMIT/PERIOD` (see `rate_limit`); a bad value is a usage error naming
+    the option. Read by the action rather than a `type`, so the reference pages say it takes
+    text, as the help then spells out."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        try:
+            setattr(namespace, self.dest, rate_limit(str(values)))
+        except ValueError as exc:
+            raise argparse.ArgumentError(self, str(exc)) from None
+
+
 def identifier(kind: str) -> Any:
     """The type of an id argument: a UUID, refused here rather than by the server."""
 

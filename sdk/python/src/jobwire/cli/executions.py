@@ -18,7 +18,7 @@ COMMANDS = ("executions",)
 COLUMNS = ("id", "handler", "queue", "state", "attempt", "created_at", "last_error")
 ATTEMPT_COLUMNS = ("attempt", "state", "started_at", "duration_ms", "node", "http_status", "error_type", "error")
 LOG_COLUMNS = ("logged_at", "attempt", "level", "message")
-BLOCKER_COLUMNS = ("reason", "until", "queue", "in_flight", "limit", "execution_id", "state")
+BLOCKER_COLUMNS = ("reason", "until", "next_slot", "queue", "key", "in_flight", "limit", "execution_id", "state")
 EVENT_COLUMNS = ("id", "type", "occurred_at", "data.attempt", "data.new_state", "data.error_type", "data.retry_at")
 
 

@@ -30,7 +30,7 @@ from jobwire.errors import ProblemError
 
 COMMANDS = ("jobs", "enqueue")
 FIELDS = ("queue", "priority", "job_id", "run_at", "delay_seconds", "max_attempts", "timeout_seconds",
-          "max_duration_seconds", "parameters", "metadata", "stateful", "idempotency_key")
+          "max_duration_seconds", "parameters", "metadata", "stateful", "idempotency_key", "concurrency_key")
 SHOWN_FAILURES = 20  # failed lines said on stderr; the summary counts them all
 
 
@@ -78,6 +78,8 @@ def job_arguments(parser: argparse.ArgumentParser, handler_required: bool) -> No
     parser.add_argument("--metadata", type=json_object, help="a JSON object")
     parser.add_argument("--stateful", action="store_true", default=None)
     parser.add_argument("--idempotency-key", dest="idempotency_key")
+    parser.add_argument("--concurrency-key", dest="concurrency_key",
+                        help="the key it shares its handler's key_concurrency and key_rate_limit with")
 
 
 def _enqueue(args: argparse.Namespace) -> int:

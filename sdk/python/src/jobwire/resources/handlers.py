@@ -1,18 +1,27 @@
-"""`client.handlers`: the HTTP services jobs are sent to, and their signing secrets."""
+"""`client.handlers`: the HTTP services jobs are sent to, their signing secrets, and their
+concurrency keys."""
 
 from __future__ import annotations
 
 import builtins
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Unpack
 
-from jobwire._protocol import Call, listed, nothing, path
-from jobwire.models import Handler, HandlerSecret
+from jobwire._protocol import Call, listed, nothing, paged, path
+from jobwire.models import ConcurrencyKey, Handler, HandlerSecret, Page, RateLimit
 from jobwire.resources._driver import AsyncDriver, Driver, share_docs
 from jobwire.types import HandlerOptions, Id
 
 
+def _field(value: Any) -> Any:
+    """An option as sent: a RateLimit as the API's `{limit, period_seconds}`."""
+    if isinstance(value, RateLimit):
+        return {"limit": value.limit, "period_seconds": value.period_seconds}
+    return value
+
+
 def put_handler(name: str, url: str, options: HandlerOptions) -> Call[Handler]:
-    body = {"url": url, **{k: v for k, v in options.items() if v is not None}}
+    body = {"url": url, **{k: _field(v) for k, v in options.items() if v is not None}}
     return Call("putHandler", "PUT", path("handlers", name), Handler.from_json, body=body, name=name)
 
 
@@ -40,6 +49,22 @@ def delete_handler_secret(name: str, secret_id: Id) -> Call[None]:
     return Call("deleteHandlerSecret", "DELETE", path("handlers", name, "secrets", secret_id), nothing, name=name)
 
 
+def list_handler_keys(name: str, state: str | None, limit: int | None,
+                      cursor: str | None = None) -> Call[Page[ConcurrencyKey]]:
+    return Call("listHandlerKeys", "GET", path("handlers", name, "keys"), paged(ConcurrencyKey.from_json),
+                params={"state": state, "limit": limit, "cursor": cursor}, name=name)
+
+
+def pause_handler_key(name: str, key: str) -> Call[ConcurrencyKey]:
+    return Call("pauseHandlerKey", "POST", path("handlers", name, "keys", key, "pause"), ConcurrencyKey.from_json,
+                name=key)
+
+
+def resume_handler_key(name: str, key: str) -> Call[ConcurrencyKey]:
+    return Call("resumeHandlerKey", "POST", path("handlers", name, "keys", key, "resume"), ConcurrencyKey.from_json,
+                name=key)
+
+
 class Handlers:
     """`client.handlers`."""
 
@@ -48,8 +73,11 @@ class Handlers:
 
     def put(self, name: str, url: str, **options: Unpack[HandlerOptions]) -> Handler:
         """Register (201) or update (200) a handler (`timeout_seconds`, `max_concurrency`,
-        `stateful`). A create's answer carries the signing `secret` (`whsec_…`), shown this once.
-        Not sent again after a lost reply (`Unavailable.maybe_applied`): see its message."""
+        `stateful`; flow control: `key_concurrency`, `rate_limit` and `key_rate_limit`, each a
+        `RateLimit` or `{"limit": …, "period_seconds": …}`). The PUT is the whole definition: an
+        option left out takes its default again. A create's answer carries the signing `secret`
+        (`whsec_…`), shown this once. Not sent again after a lost reply
+        (`Unavailable.maybe_applied`): see its message."""
         return self._driver.run(put_handler(name, url, options))
 
     def get(self, name: str) -> Handler:
@@ -72,6 +100,27 @@ class Handlers:
     def delete_secret(self, name: str, secret_id: Id) -> None:
         """Retire a signing secret (409 for the last one that does not expire)."""
         return self._driver.run(delete_handler_secret(name, secret_id))
+
+    def keys(self, name: str, *, state: str | None = None, limit: int | None = None) -> Iterator[ConcurrencyKey]:
+        """The handler's concurrency keys in key order, following `next_cursor` to the end: those
+        with jobs ENQUEUED or PROCESSING, paused, or with a rate window open (`state`: `waiting`,
+        `throttled` (held back now) or `paused`; `limit` is the page size, default 100, at most
+        500). 403 for an API key limited to queues: a key holds jobs of every queue."""
+        return self._driver.iterate(list_handler_keys(name, state, limit))
+
+    def keys_page(self, name: str, cursor: str | None = None, *, state: str | None = None,
+                  limit: int | None = None) -> Page[ConcurrencyKey]:
+        """One page of `keys`: pass its `next_cursor` back as `cursor` for the next."""
+        return self._driver.run(list_handler_keys(name, state, limit, cursor))
+
+    def pause_key(self, name: str, key: str) -> ConcurrencyKey:
+        """Hold the key's jobs (they stay ENQUEUED and spend no attempt) while the handler's other
+        keys run; calls in flight finish. A key needs no jobs to be paused → the key."""
+        return self._driver.run(pause_handler_key(name, key))
+
+    def resume_key(self, name: str, key: str) -> ConcurrencyKey:
+        """Let the key's jobs be claimed again → the key."""
+        return self._driver.run(resume_handler_key(name, key))
 
 
 class AsyncHandlers:
@@ -97,6 +146,20 @@ class AsyncHandlers:
 
     async def delete_secret(self, name: str, secret_id: Id) -> None:
         return await self._driver.run(delete_handler_secret(name, secret_id))
+
+    def keys(self, name: str, *, state: str | None = None,
+             limit: int | None = None) -> AsyncIterator[ConcurrencyKey]:
+        return self._driver.iterate(list_handler_keys(name, state, limit))
+
+    async def keys_page(self, name: str, cursor: str | None = None, *, state: str | None = None,
+                        limit: int | None = None) -> Page[ConcurrencyKey]:
+        return await self._driver.run(list_handler_keys(name, state, limit, cursor))
+
+    async def pause_key(self, name: str, key: str) -> ConcurrencyKey:
+        return await self._driver.run(pause_handler_key(name, key))
+
+    async def resume_key(self, name: str, key: str) -> ConcurrencyKey:
+        return await self._driver.run(resume_handler_key(name, key))
 
 
 share_docs(AsyncHandlers, Handlers)

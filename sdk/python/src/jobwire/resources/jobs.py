@@ -52,9 +52,9 @@ class Jobs:
     def enqueue(self, handler: str, payload: Any = None, *, traceparent: str | None = None,
                 **options: Unpack[JobOptions]) -> Execution:
         """Enqueue one job → its Execution (`options` are the fields of `POST /v1/jobs`: `queue`,
-        `priority`, `run_at`, `delay_seconds`, `max_attempts`, `idempotency_key`, …;
-        `traceparent` goes as the header). A repeated key with the same job returns the first
-        execution; with a different one, 422."""
+        `priority`, `run_at`, `delay_seconds`, `max_attempts`, `idempotency_key`,
+        `concurrency_key`, …; `traceparent` goes as the header). A repeated key with the same job
+        returns the first execution; with a different one, 422."""
         return self._driver.run(enqueue_job(handler, payload, options, traceparent))
 
     def enqueue_batch(self, jobs: Iterable[Job | Mapping[str, Any]], *,
