@@ -7,7 +7,9 @@ own (the usual steps' node is stopped by then, so each step has the server to it
 - drain_pruning (bench/drain_pruning.py): the sync drain with and without the node's pruner
   deleting --prune-rows old rows;
 - claim_history (bench/claim_history.py): the claim with --history-rows finished rows, beside
-  the same backlog with none.
+  the same backlog with none;
+- flow (bench/flow.py): a drain over 1,000 concurrency keys beside a plain one, the claim with
+  10,000 keys due beside a plain backlog, a rate limit's measured rate.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ async def run_steps(server: Server, args: argparse.Namespace, steps: list[str],
 
         out["counts"] = res = await counts(server, args.counts_rows, args.counts_requests, log)
         log(f"counts: history {_brief(res['history'])}; empty {_brief(res['empty'])}")
-    handler = await start_handler() if {"saturation", "drain_pruning"} & set(steps) else None
+    handler = await start_handler() if {"saturation", "drain_pruning", "flow"} & set(steps) else None
     try:
         if "saturation" in steps:
             from bench.saturation import saturation
@@ -44,6 +46,12 @@ async def run_steps(server: Server, args: argparse.Namespace, steps: list[str],
                                                              alone_seconds=2 if args.quick else 10)
             log(f"drain_pruning: with {res['with']['jobs_per_s']} / without {res['without']['jobs_per_s']} jobs/s "
                 f"(× {res['ratio_with_to_without']}); pruned during the drains {res['with']['pruned_during_drain']}")
+        if "flow" in steps:
+            from bench.flow import flow
+
+            assert handler is not None
+            out["flow"] = await flow(server, args.jobs, args.runs, args.concurrency, handler, args.claim_batch,
+                                     args.claim_reps, log, keys=1_000 if args.quick else 10_000)
     finally:
         if handler is not None:
             handler.stop()

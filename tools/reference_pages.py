@@ -162,12 +162,16 @@ def value_kinds() -> dict[Any, str]:
     return {None: "text", str: "text", int: "integer", float: "number", Path: "file",
             arguments.json_value: "JSON", arguments.json_object: "a JSON object",
             arguments.positive: "integer ≥ 1", connection.seconds: "seconds, > 0",
-            jobs.batch_size: "integer", importing.key_prefix: "text"}
+            jobs.batch_size: "integer", importing.key_prefix: "text",
+            # an action that reads its value itself (its type is None): said by its class
+            arguments.RateLimitOption: "a rate: `LIMIT/PERIOD`"}
 
 
 def value_kind(action: argparse.Action, kinds: dict[Any, str]) -> str:
     if action.nargs == 0:
         return "flag"
+    if type(action) in kinds:
+        return kinds[type(action)]
     if action.type in kinds:
         return kinds[action.type]
     name = getattr(action.type, "__name__", "")

@@ -9,9 +9,9 @@
   by the claim and by the recording of outcomes for the handlers that use them only, and by
   POST /v1/handlers/{name}/keys/{key}/pause|resume.
 - ix_job_executions_handler_claim orders by turn after priority (a handler without keys has no
-  turns: the order is the one before); ix_job_executions_keys (calls in flight and waiting jobs
-  per key) and ix_job_executions_keyless_turns (the last turn of the keyless jobs of a handler
-  with keys) hold only jobs that use keys.
+  turns: the order is the one before); ix_job_executions_keys (the waiting jobs per key) and
+  ix_job_executions_keyless_turns (the last turn of the keyless jobs of a handler with keys) hold
+  only ENQUEUED jobs of handlers that use keys.
 - jobwire_claim locks every flow-controlled handler and takes its jobs through jobwire_claim_pick;
   its result gains concurrency_key, so it is dropped and created again, as is jobwire_enqueue,
   which takes `concurrency_key` (in the idempotency fingerprint only when set), returns it, and
@@ -120,8 +120,8 @@ def upgrade() -> None:
     op.execute("DROP INDEX ix_job_executions_handler_claim")
     op.execute("CREATE INDEX ix_job_executions_handler_claim ON job_executions "
                "(handler, priority DESC, fair_tag NULLS FIRST, scheduled_at) WHERE state = 'ENQUEUED'")
-    op.execute("CREATE INDEX ix_job_executions_keys ON job_executions (handler, concurrency_key, state, fair_tag) "
-               "WHERE concurrency_key IS NOT NULL AND state IN ('ENQUEUED', 'PROCESSING')")
+    op.execute("CREATE INDEX ix_job_executions_keys ON job_executions (handler, concurrency_key, fair_tag) "
+               "WHERE state = 'ENQUEUED' AND concurrency_key IS NOT NULL")
     op.execute("CREATE INDEX ix_job_executions_keyless_turns ON job_executions (handler, fair_tag) "
                "WHERE state = 'ENQUEUED' AND concurrency_key IS NULL AND fair_tag IS NOT NULL")
     for signature in (*CHANGED, FAULTS_BEFORE):

@@ -106,11 +106,11 @@ Index("ix_job_executions_processing_handler", job_executions.c.handler, postgres
 # A flow-controlled handler's due jobs in the order its claim takes them: priority, then turn.
 Index("ix_job_executions_handler_claim", job_executions.c.handler, job_executions.c.priority.desc(),
       job_executions.c.fair_tag.nulls_first(), job_executions.c.scheduled_at, postgresql_where=ENQUEUED)
-# Per concurrency key: its calls in flight (the claim counts them) and its waiting jobs by turn
-# (an enqueue reads the last one). Jobs without a key are not in it.
-Index("ix_job_executions_keys", job_executions.c.handler, job_executions.c.concurrency_key, job_executions.c.state,
-      job_executions.c.fair_tag,
-      postgresql_where=text("concurrency_key IS NOT NULL AND state IN ('ENQUEUED', 'PROCESSING')"))
+# Per concurrency key its waiting jobs by turn (an enqueue reads the last one; the keys listing
+# finds the keys with work). Only ENQUEUED jobs with a key: a claim takes a row out of it, adding
+# no entry (calls in flight per key are counted through ix_job_executions_processing_handler).
+Index("ix_job_executions_keys", job_executions.c.handler, job_executions.c.concurrency_key, job_executions.c.fair_tag,
+      postgresql_where=text("state = 'ENQUEUED' AND concurrency_key IS NOT NULL"))
 # The keyless jobs of a handler with keys take turns as one key: their last turn.
 Index("ix_job_executions_keyless_turns", job_executions.c.handler, job_executions.c.fair_tag,
       postgresql_where=text("state = 'ENQUEUED' AND concurrency_key IS NULL AND fair_tag IS NOT NULL"))

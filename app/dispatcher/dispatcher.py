@@ -123,11 +123,15 @@ class Dispatcher:
                 await self._sleep_or_wake(await self._idle_wait())
 
     async def _idle_wait(self) -> float:
+        """The fallback poll, or less: until a rate limit's next slot when work waits for one (a
+        slot that came while the claim ran: a short pause, then claim again)."""
         try:
             slot = await self.outcomes.seconds_to_next_rate_slot()
         except Exception:  # the next claim says what is wrong
             return self.config.poll_interval
-        return self.config.poll_interval if slot is None else min(self.config.poll_interval, max(slot, 0.001))
+        if slot is None:
+            return self.config.poll_interval
+        return min(self.config.poll_interval, slot if slot > 0.001 else 0.005)
 
     async def _reconcile(self) -> None:
         tracked = [job.id for job in self._in_flight.values()]

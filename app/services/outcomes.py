@@ -83,7 +83,8 @@ class OutcomeService:
             return await self.executions.claim(conn, c.node_id, n, c.queues, c.default_timeout)
 
     async def seconds_to_next_rate_slot(self) -> float | None:
-        """Seconds until a job held back by a rate limit may start; None when none is held back."""
+        """Seconds until a job held back by a rate limit may start (negative: it may now); None when
+        no job waits for a rate limit."""
         async with self.db.autocommit() as conn:
             return await self.executions.seconds_to_next_rate_slot(conn)
 

@@ -229,3 +229,15 @@ async def test_a_key_stored_before_concurrency_keys_still_matches_its_repeat(db:
     assert await enqueue(db, [job("j", idempotency_key="idem-1", payload={"x": 1})]) == [first]
     with pytest.raises(ValidationFailed):
         await enqueue(db, [job("j", idempotency_key="idem-1", payload={"x": 1}, concurrency_key="a")])
+
+
+async def test_beside_another_handlers_older_jobs_a_new_keys_turn_is_not_cut_for_being_recent(db: Database) -> None:
+    """A claim of 10 takes the keyed handler's picks in turn against the plain handler's jobs by
+    age: the new key's job, picked second, stands as the second oldest of the picks."""
+    await add_handler(db, "keyed", key_concurrency=50)
+    await add_handler(db, "plain")
+    await enqueue(db, [job(f"a{i}", handler="keyed", concurrency_key="a") for i in range(100)])
+    await enqueue(db, [job(f"p{i}", handler="plain") for i in range(100)])
+    await enqueue(db, [job("b0", handler="keyed", concurrency_key="b")])
+    taken = {c.job_id for c in await claim(db, n=10)}
+    assert "b0" in taken and len(taken) == 10

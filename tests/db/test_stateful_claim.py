@@ -401,9 +401,12 @@ async def test_the_plain_claim_still_uses_its_partial_index_beside_stateful_work
     await sql(db, "UPDATE job_executions SET stateful = true WHERE state = 'ENQUEUED' AND job_id LIKE 'new-%' "
                   "AND (substring(job_id from 5))::int % 10 = 0")
     await sql(db, "ANALYZE job_executions")
+    plan = await explain(db)  # beside a limited handler, the plain ones are found handler by handler
+    assert uses_index(plan, "ix_job_executions_handler_claim"), plan
+    assert "Seq Scan on job_executions" not in plan, plan
     await set_paused(db, "q3", True)
-    plan = await explain(db)
-    assert uses_index(plan, "ix_job_executions_claim_all"), plan
+    plan = await explain(db)  # with a queue paused, queue by queue
+    assert uses_index(plan, "ix_job_executions_claim"), plan
     assert "Seq Scan on job_executions" not in plan, plan
     plan = await explain(db, ["q0", "q7"])
     assert uses_index(plan, "ix_job_executions_claim"), plan
@@ -433,5 +436,6 @@ async def test_a_limited_handlers_jobs_are_found_through_an_index_on_handler(db:
     await seed_for_explain(db)
     plan = await explain(db)
     # Its jobs are picked (jobwire_claim_pick) in the order of the index on handler, priority, turn.
+    # (A session that ran it before may hold its generic plan: the handler is $1 there.)
     assert re.search(r"Index Scan using ix_job_executions_handler_claim on job_executions e\s.*\n\s*Index Cond: "
-                     r"\(\(handler = 'limited'::text\)", plan), plan
+                     r"\(\(handler = ('limited'::text|\$\d+)\)", plan), plan

@@ -312,6 +312,74 @@ async def test_jobs_enqueue_takes_a_concurrency_key_and_handlers_keys_lists_paus
     assert usage.value.code == 2
 
 
+async def test_handlers_put_adaptive_shows_its_limit_and_circuit_and_needs_a_max_concurrency(
+        cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient, server: RunningServer) -> None:
+    url = ("--url", server.url)
+    put = await cli("handlers", "put", "mailer", "http://127.0.0.1:9/mail", "--max-concurrency", "10", "--adaptive",
+                    *url, "--json")
+    assert put.status == 0, put.err
+    assert (put.json()["adaptive"], put.json()["circuit"]) == (
+        {"limit": 4, "since": None}, {"state": "closed", "until": None, "failures": 0})
+    shown = await cli("handlers", "show", "mailer", *url)
+    assert shown.status == 0 and "adaptive" in shown.out and '"state":"closed"' in shown.out.replace(" ", "")
+    plain = await cli("handlers", "put", "mailer", "http://127.0.0.1:9/mail", "--max-concurrency", "10", *url,
+                      "--json")
+    assert plain.json()["adaptive"] is None  # the PUT is the whole definition
+    refused = await cli("handlers", "put", "mailer", "http://127.0.0.1:9/mail", "--adaptive", *url)
+    [line] = refused.err.splitlines()
+    assert refused.status == 1 and line.startswith("jobwire: 422 ") and "adaptive" in line, line
+
+
+async def test_jobs_enqueue_debounces_into_the_waiting_execution(cli: Callable[..., Awaitable[Done]],
+                                                                 api: httpx.AsyncClient,
+                                                                 server: RunningServer) -> None:
+    url = ("--url", server.url)
+    await register(api, "indexer", "http://127.0.0.1:9/index")
+    debounce = ("--debounce-key", "reindex:42", "--debounce-delay", "3600")
+    first = await cli("jobs", "enqueue", "indexer", "--payload", '{"v": 1}', *debounce, *url, "--json")
+    assert first.status == 0, first.err
+    assert (first.json()["debounced"], first.json()["state"]) == (False, "ENQUEUED")
+    second = await cli("jobs", "enqueue", "indexer", "--payload", '{"v": 2}', *debounce, "--debounce-max-delay",
+                       "7200", "--debounce-mode", "trailing", *url, "--json")
+    assert second.status == 0, second.err
+    assert (second.json()["debounced"], second.json()["id"], second.json()["payload"]) == (
+        True, first.json()["id"], {"v": 2})
+    listed = (await api.get("/v1/executions", params={"handler": "indexer"})).json()["items"]
+    assert [e["id"] for e in listed] == [first.json()["id"]]
+    table = await cli("jobs", "enqueue", "indexer", *debounce, *url)
+    assert table.status == 0 and "debounced" in table.out
+    older = await jobwire_process("enqueue", "indexer", "--debounce-key", "other", "--debounce-delay", "60",
+                                  "--debounce-mode", "leading", JOBWIRE_URL=server.url)
+    assert older.status == 0 and older.json()["debounced"] is False and older.json()["id"] != first.json()["id"]
+    plain = await cli("jobs", "enqueue", "indexer", *url, "--json")
+    assert "debounced" not in plain.json()
+
+
+async def test_debounce_options_go_together_and_with_one_job_else_a_usage_error(tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"handler": "h"}\n')
+    bad = ((["--debounce-key", "k"], "--debounce-key needs --debounce-delay SECONDS"),
+           (["--debounce-delay", "5"], "--debounce-delay needs --debounce-key KEY"),
+           (["--debounce-mode", "leading"], "--debounce-mode needs --debounce-key KEY and --debounce-delay SECONDS"),
+           (["--debounce-max-delay", "9", "--debounce-mode", "leading"],
+            "--debounce-max-delay and --debounce-mode need --debounce-key KEY and --debounce-delay SECONDS"),
+           (["--debounce-key", "k", "--debounce-delay", "0"], "argument --debounce-delay: must be more than 0"),
+           (["--debounce-key", "k", "--debounce-delay", "5", "--debounce-mode", "sideways"],
+            "argument --debounce-mode: invalid choice: 'sideways'"),
+           (["--debounce-key", "k", "--debounce-delay", "5", "--delay-seconds", "5"],
+            "argument --delay-seconds: not allowed with argument --debounce-key"),
+           (["--debounce-key", "k", "--debounce-delay", "5", "--from", str(jobs)],
+            "--debounce-key debounces one job: not with --from"))
+    said = await asyncio.gather(*(jobwire_process("jobs", "enqueue", *([] if "--from" in args else ["h"]), *args,
+                                                  JOBWIRE_URL=unreachable_url()) for args, _ in bad))
+    for (args, reason), done in zip(bad, said, strict=True):
+        assert done.status == 2 and done.out == "", (args, done)
+        [line] = done.err.splitlines()
+        assert line.startswith(f"jobwire: jobs enqueue: {reason}"), (args, line)
+    older = await jobwire_process("enqueue", "h", "--debounce-delay", "5", JOBWIRE_URL=unreachable_url())
+    assert older.status == 2 and older.err.startswith("jobwire: enqueue: --debounce-delay needs --debounce-key")
+
+
 async def test_executions_blockers_names_a_paused_key(cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient,
                                                      server: RunningServer) -> None:
     await register(api, "mailer", "http://127.0.0.1:9/mail")

@@ -25,12 +25,15 @@ from aiohttp import web
 
 import jobwire
 from jobwire import (
+    AdaptiveLimit,
     ApiKey,
     Attempt,
     Blocker,
     Blockers,
     BulkResult,
+    Circuit,
     ConcurrencyKey,
+    Debounce,
     Event,
     Execution,
     Handler,
@@ -343,6 +346,77 @@ async def test_a_key_out_of_rate_waits_for_its_next_slot_said_by_blockers_and_ke
     assert key.rate.window_start is not None and key.rate.window_start < datetime.now(UTC)
     assert key.rate.next_slot is not None and abs((key.rate.next_slot - blocker.next_slot).total_seconds()) < 1
     assert (await client.executions.get(held.id)).state == "ENQUEUED"
+
+
+# --- flow control: a handler's circuit breaker and adaptive limit, debounce at enqueue ------
+
+async def test_a_fresh_handlers_circuit_is_closed_and_it_is_not_adaptive(live: Live, client):
+    url = live.handler.route("/fresh", reply_result)
+    put = await client.handlers.put("fresh", url)
+    assert put.circuit == Circuit(state="closed", until=None, failures=0) and put.adaptive is None
+    shown = await client.handlers.get("fresh")
+    assert isinstance(shown.circuit, Circuit) and (shown.circuit.state, shown.circuit.failures) == ("closed", 0)
+    assert shown.adaptive is None and shown.raw["adaptive"] is None
+    [listed] = [h for h in await client.handlers.list() if h.name == "fresh"]
+    assert listed.circuit == shown.circuit
+
+
+async def test_an_adaptive_handler_starts_at_four_or_its_ceiling_and_can_be_put_back_as_read(live: Live, client):
+    url = live.handler.route("/adaptive", reply_result)
+    wide = await client.handlers.put("adaptive", url, max_concurrency=10, adaptive=True)
+    assert wide.adaptive == AdaptiveLimit(limit=4, since=None)  # slow start: min(max_concurrency, 4)
+    narrow = await client.handlers.put("adaptive", url, max_concurrency=2, adaptive=True)
+    assert narrow.adaptive == AdaptiveLimit(limit=2, since=None)
+    shown = await client.handlers.get("adaptive")
+    assert isinstance(shown.adaptive, AdaptiveLimit) and shown.adaptive.limit == 2
+    # What was read goes back as it came: the answer's adaptive object is the request's true.
+    again = await client.handlers.put("adaptive", url, max_concurrency=shown.max_concurrency,
+                                      adaptive=shown.adaptive)
+    assert again.adaptive == AdaptiveLimit(limit=2, since=None)
+    plain = await client.handlers.put("adaptive", url, max_concurrency=2)  # the PUT is the whole definition
+    assert plain.adaptive is None
+    assert (await client.handlers.put("adaptive", url, max_concurrency=2, adaptive=plain.adaptive)).adaptive is None
+    with pytest.raises(ProblemError) as refused:
+        await client.handlers.put("adaptive", url, adaptive=True)  # no ceiling to grow to
+    assert refused.value.status == 422 and refused.value.fields == ["adaptive"]
+
+
+async def test_a_trailing_debounce_sends_the_second_enqueue_to_the_waiting_execution(client):
+    debounce = Debounce(key="reindex:42", delay_seconds=3600)
+    first = await client.jobs.enqueue("echo", {"v": 1}, debounce=debounce)
+    assert (first.debounced, first.state, first.payload) == (False, "ENQUEUED", {"v": 1})
+    assert 3590 < (first.scheduled_at - first.created_at).total_seconds() <= 3601
+    second = await client.jobs.enqueue("echo", {"v": 2}, debounce={"key": "reindex:42", "delay_seconds": 3600})
+    assert (second.debounced, second.id, second.payload) == (True, first.id, {"v": 2})  # the latest payload
+    assert second.scheduled_at > first.scheduled_at  # pushed
+    assert [e.id for e in await client.executions.list(handler="echo")] == [first.id]  # one execution
+    other = await client.jobs.enqueue("echo", debounce=Debounce(key="reindex:43", delay_seconds=3600))
+    assert other.debounced is False and other.id != first.id
+    plain = await client.jobs.enqueue("echo", delay_seconds=3600)
+    assert plain.debounced is None and "debounced" not in plain.raw  # only an enqueue that debounces says
+
+
+async def test_a_leading_debounce_runs_the_first_enqueue_and_drops_the_next_within_the_window(client):
+    debounce = Debounce(key="notify", delay_seconds=60, mode="leading", max_delay_seconds=120)
+    first = await client.jobs.enqueue("echo", 1, debounce=debounce)
+    assert first.debounced is False and first.scheduled_at == first.created_at  # due at once
+    assert (await client.executions.wait(first.id, timeout=10)).result == 1
+    dropped = await client.jobs.enqueue("echo", 2, debounce=debounce)
+    assert (dropped.debounced, dropped.id, dropped.payload, dropped.state) == (True, first.id, 1, "SUCCEEDED")
+
+
+async def test_a_debounce_is_for_one_job_and_decides_when_it_runs(client):
+    debounce = Debounce(key="k", delay_seconds=1)
+    with pytest.raises(ProblemError) as batch:
+        await client.jobs.enqueue_batch([{"handler": "echo"}, {"handler": "echo", "debounce": debounce}])
+    assert batch.value.status == 422 and batch.value.fields == ["jobs[1].debounce"]
+    with pytest.raises(ProblemError) as delayed:
+        await client.jobs.enqueue("echo", delay_seconds=5, debounce=debounce)
+    assert delayed.value.status == 422 and delayed.value.fields == ["debounce"]
+    with pytest.raises(ProblemError) as short:
+        await client.jobs.enqueue("echo", debounce=Debounce(key="k", delay_seconds=10, max_delay_seconds=5))
+    assert short.value.status == 422 and short.value.fields == ["debounce.max_delay_seconds"]
+    assert await client.executions.list(handler="echo") == []
 
 
 # --- schedules, queues, nodes, API keys, health ----------------------------------------------

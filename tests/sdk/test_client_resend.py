@@ -19,7 +19,7 @@ from uuid import uuid4
 import pytest
 
 import jobwire
-from jobwire import BulkResult, Unavailable
+from jobwire import BulkResult, Debounce, Unavailable
 from jobwire._resend import RESEND
 from tests.conftest import free_port, reply_result
 from tests.sdk.conftest import Live, MakeClient
@@ -40,6 +40,7 @@ CALLS: dict[str, tuple[Call, bool]] = {
     "pauseHandlerKey": (lambda c: c.handlers.pause_key("h", "customer:42"), True),
     "resumeHandlerKey": (lambda c: c.handlers.resume_key("h", "customer:42"), True),
     "enqueueJob": (lambda c: c.jobs.enqueue("h"), True),
+    "enqueueJob with debounce": (lambda c: c.jobs.enqueue("h", debounce=Debounce(key="k", delay_seconds=5)), False),
     "enqueueJobs": (lambda c: c.jobs.enqueue_batch([{"handler": "h"}]), True),
     "getExecution": (lambda c: c.executions.get(ID), True),
     "listExecutions": (lambda c: c.executions.list(queue="q"), True),
@@ -193,6 +194,19 @@ async def test_without_retries_the_lost_reply_raises_but_the_job_exists(proxy, c
     with pytest.raises(Unavailable):
         await make_client(proxy.url, retries=jobwire.Retries(attempts=1)).jobs.enqueue("echo", queue="lost")
     assert len(await client.executions.list(queue="lost")) == 1  # what the generated key protects against
+
+
+async def test_a_debounced_enqueue_whose_reply_was_lost_is_not_sent_again_and_its_advice_works(
+        proxy, client, make_client):
+    debounce = Debounce(key="reindex:42", delay_seconds=3600)
+    first = await client.jobs.enqueue("echo", {"v": 1}, debounce=debounce)
+    with pytest.raises(Unavailable) as lost:
+        await make_client(proxy.url).jobs.enqueue("echo", {"v": 2}, debounce=debounce)
+    assert lost.value.maybe_applied and proxy.connections == 1
+    assert 'client.executions.list(handler="echo")' in str(lost.value)
+    # As the message says: the handler's ENQUEUED execution holds the payload, so it took the enqueue.
+    [waiting] = await client.executions.list(handler="echo", state="ENQUEUED")
+    assert (waiting.id, waiting.payload) == (first.id, {"v": 2})
 
 
 async def test_a_handler_put_whose_reply_was_lost_is_not_sent_again_and_its_advice_works(

@@ -70,7 +70,8 @@ ITERATORS = {("executions", "list"), ("executions", "logs"), ("executions", "eve
 
 # Each resource object and the schemas of the document it is read from.
 SCHEMAS = {
-    models.Execution: ["ExecutionOut", "BatchItemOut"],
+    models.Execution: ["ExecutionOut", "BatchItemOut", "EnqueuedOut"],
+    models.Debounce: ["DebounceIn"],
     models.Progress: ["ProgressOut"],
     models.Attempt: ["AttemptOut"],
     models.Blocker: ["BlockerOut"],
@@ -80,6 +81,8 @@ SCHEMAS = {
     models.LogEntry: ["LogOut"],
     models.BulkResult: ["BulkResultOut"],
     models.Handler: ["HandlerOut"],
+    models.Circuit: ["CircuitOut"],
+    models.AdaptiveLimit: ["AdaptiveOut"],
     models.HandlerSecret: ["HandlerSecretOut", "SecretCreated"],
     models.RateLimit: ["RateLimitOut", "RateLimitIn"],
     models.ConcurrencyKey: ["KeyOut"],

@@ -9,12 +9,15 @@ from datetime import UTC, datetime, timedelta
 from typing import assert_type
 
 from jobwire import (
+    AdaptiveLimit,
     ApiKey,
     AsyncJobwireClient,
     Attempt,
     Blocker,
     BulkResult,
+    Circuit,
     ConcurrencyKey,
+    Debounce,
     Event,
     Execution,
     Handler,
@@ -50,10 +53,21 @@ def blocking(url: str) -> None:
             assert_type(throttled.rate.next_slot, datetime | None)
         assert_type(client.handlers.keys_page("mailer", None, limit=10), Page[ConcurrencyKey])
         assert_type(client.handlers.pause_key("mailer", "customer:42"), ConcurrencyKey)
+        adaptive = client.handlers.put("mailer", "https://mail.example.com/jobs", max_concurrency=8, adaptive=True)
+        assert_type(adaptive.adaptive, AdaptiveLimit | None)
+        assert_type(adaptive.circuit, Circuit | None)
+        if adaptive.circuit is not None:
+            assert_type(adaptive.circuit.until, datetime | None)
+        assert_type(client.handlers.put("mailer", "https://mail.example.com/jobs", max_concurrency=8,
+                                        adaptive=adaptive.adaptive), Handler)  # put back as read
         execution = client.jobs.enqueue("mailer", {"to": "a@example.com"}, queue="mail", priority=2,
                                         run_at=datetime.now(UTC) + timedelta(minutes=5), idempotency_key="m-1")
         assert_type(execution, Execution)
         assert_type(client.jobs.enqueue("mailer", concurrency_key="customer:42").concurrency_key, str | None)
+        debounced = client.jobs.enqueue("mailer", debounce=Debounce(key="reindex:42", delay_seconds=30))
+        assert_type(debounced.debounced, bool | None)
+        assert_type(client.jobs.enqueue("mailer", debounce={"key": "k", "delay_seconds": 5, "mode": "leading"}),
+                    Execution)
         jobs: list[Job] = [{"handler": "mailer", "payload": {"n": n}} for n in range(3)]
         assert_type(client.jobs.enqueue_batch(jobs), list[Execution])
         done = client.executions.wait(execution.id, timeout=30.0)
@@ -106,5 +120,8 @@ async def asynchronous(url: str) -> None:
         assert_type(await client.queues.list(), list[Queue])
         assert_type(client.handlers.keys("mailer"), AsyncIterator[ConcurrencyKey])
         assert_type(await client.handlers.resume_key("mailer", "customer:42"), ConcurrencyKey)
+        waiting = await client.jobs.enqueue("mailer", debounce=Debounce(key="k", delay_seconds=5, mode="leading"))
+        assert_type(waiting.debounced, bool | None)
+        assert_type((await client.handlers.get("mailer")).adaptive, AdaptiveLimit | None)
         assert_type(await client.api_keys.list(), list[ApiKey])
         assert_type(await client.readiness(), Readiness)

@@ -270,12 +270,21 @@ WHERE id = :id AND attempt = :attempt AND state = 'PROCESSING'
 
 -- name: executions_next_rate_slot
 -- Seconds (database time) until the soonest next slot of a rate limit, a handler's or a key's,
--- that is still ahead; NULL when none is (no rate limit in use, or every one free now). A node
--- whose claim came back short sleeps no longer than this: a job held back by a rate limit starts
--- as soon as the window allows.
+-- that has due work waiting (negative: the slot came while the claim ran); NULL when none has (no
+-- rate limit in use, or none with work). A node whose claim came back short sleeps no longer than
+-- this: a job held back by a rate limit starts as soon as the window allows. Limiters idle for a
+-- minute are not looked at; the keys' are walked in slot order up to the first with work.
 SELECT CAST(EXTRACT(EPOCH FROM LEAST(
-           (SELECT min(f.rate_next) FROM job_handler_flow f WHERE f.rate_next > now()),
-           (SELECT min(k.rate_next) FROM job_keys k WHERE k.rate_next > now())) - now()) AS float8)
+           (SELECT min(f.rate_next) FROM job_handler_flow f
+            WHERE f.rate_next > now() - interval '1 minute'
+              AND EXISTS (SELECT 1 FROM job_executions e
+                          WHERE e.handler = f.handler AND e.state = 'ENQUEUED' AND e.scheduled_at <= now())),
+           (SELECT k.rate_next FROM job_keys k
+            WHERE k.rate_next > now() - interval '1 minute'
+              AND EXISTS (SELECT 1 FROM job_executions e
+                          WHERE e.handler = k.handler AND e.concurrency_key = k.key AND e.state = 'ENQUEUED'
+                            AND e.scheduled_at <= now())
+            ORDER BY k.rate_next LIMIT 1)) - now()) AS float8)
 
 -- name: execution_extend_deadline
 -- A handler's progress or heartbeat for the current attempt: the deadline moves to now() + its

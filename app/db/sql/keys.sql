@@ -1,8 +1,8 @@
 -- Named statements for a handler's concurrency keys (job_keys, and the live jobs that carry keys),
 -- parsed once by app/db/queries.py. Keys need no registration: a key is listed while a job of it
--- is ENQUEUED or PROCESSING (found by a loose index scan over ix_job_executions_keys, one probe
--- per key, never a scan of the finished history) or while it has a row in job_keys (paused, or
--- a rate window the claim keeps). Pages are in key order after :after ('' for the first).
+-- is ENQUEUED (found by a loose index scan over ix_job_executions_keys, one probe per key, never a
+-- scan of the finished history) or PROCESSING (through the index on PROCESSING rows: as many rows
+-- as calls), or while it has a row in job_keys (paused, or a rate window the claim keeps). Pages are in key order after :after ('' for the first).
 
 -- fragment: key_view
 -- Per key of `chosen`: what holds it back, read in one snapshot.
@@ -28,25 +28,30 @@ key_view AS (
 )
 
 -- fragment: live_keys
--- The keys with a job ENQUEUED or PROCESSING, in key order after :after, one index probe each.
+-- The keys with a job ENQUEUED, in key order after :after, one index probe each.
 live AS (
     (SELECT e.concurrency_key AS key FROM job_executions e
-     WHERE e.handler = :handler AND e.concurrency_key IS NOT NULL AND e.state IN ('ENQUEUED', 'PROCESSING')
+     WHERE e.handler = :handler AND e.state = 'ENQUEUED' AND e.concurrency_key IS NOT NULL
        AND e.concurrency_key > :after
      ORDER BY e.concurrency_key LIMIT 1)
     UNION ALL
     SELECT (SELECT e.concurrency_key FROM job_executions e
-            WHERE e.handler = :handler AND e.concurrency_key IS NOT NULL AND e.state IN ('ENQUEUED', 'PROCESSING')
+            WHERE e.handler = :handler AND e.state = 'ENQUEUED' AND e.concurrency_key IS NOT NULL
               AND e.concurrency_key > live.key
             ORDER BY e.concurrency_key LIMIT 1)
     FROM live WHERE live.key IS NOT NULL
 )
 
 -- name: keys_page
--- Every key: the first :limit of the live ones and of job_keys, merged.
+-- Every key: the first :limit of those with jobs waiting, of those with calls in flight (as many
+-- rows as calls), and of job_keys, merged.
 WITH RECURSIVE $live_keys, chosen AS (
     SELECT x.key FROM (
         (SELECT live.key FROM live WHERE live.key IS NOT NULL LIMIT :limit)
+        UNION
+        (SELECT DISTINCT p.concurrency_key FROM job_executions p
+         WHERE p.handler = :handler AND p.state = 'PROCESSING' AND p.concurrency_key > :after
+         ORDER BY p.concurrency_key LIMIT :limit)
         UNION
         (SELECT k.key FROM job_keys k WHERE k.handler = :handler AND k.key > :after ORDER BY k.key LIMIT :limit)
     ) AS x

@@ -17,7 +17,10 @@
 -- 2. which jobs: plain jobs, a controlled handler's picks, and the next stateful job of each
 --    locked queue, their ids locked FOR UPDATE SKIP LOCKED until commit (so no other claim or
 --    transition touches them before step 3); no more of a controlled handler's than its free
---    slots. When no rule applies (no stateful queue with due work, no controlled handler, no
+--    slots. Claiming from every queue, the plain jobs are found handler by handler, so a
+--    controlled handler's backlog (10,000 jobs of keys at their limit) is never walked; from
+--    named queues (JOBWIRE_QUEUES, or every queue but the paused ones), queue by queue, so a
+--    paused backlog is never walked. When no rule applies (no stateful queue with due work, no controlled handler, no
 --    paused queue: the common case) a shorter statement chooses the plain jobs; it plans in a
 --    third of the time. Each statement comes in two forms, every queue (queues NULL) or the
 --    node's queues, so each uses its own partial index;
@@ -123,7 +126,11 @@ BEGIN
     END IF;
 
     -- Step 2: which jobs.
-    IF cardinality(v_stateful) = 0 AND cardinality(v_limited) = 0 AND cardinality(v_blocked) = 0
+    IF cardinality(v_stateful) = 0 AND cardinality(v_paused) = 0 AND cardinality(v_limited) > 0
+       AND NOT EXISTS (SELECT 1 FROM job_handlers h WHERE h.name <> ALL(v_limited) AND h.name <> ALL(v_blocked)) THEN
+        -- Every handler is controlled (and none has due stateful work): the picks are the claim.
+        v_ids := v_picked;
+    ELSIF cardinality(v_stateful) = 0 AND cardinality(v_limited) = 0 AND cardinality(v_blocked) = 0
        AND cardinality(v_paused) = 0 THEN
         -- No rule applies: the plain jobs.
         IF queues IS NULL THEN
@@ -146,18 +153,41 @@ BEGIN
             WITH free AS (
                 -- Per locked controlled handler: its free slots, counted above.
                 SELECT f.name, f.slots FROM unnest(v_limited, v_slots) AS f(name, slots)
-            ), plain AS (
-                SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
-                WHERE e.state = 'ENQUEUED' AND e.scheduled_at <= now() AND NOT e.stateful
-                  AND e.handler <> ALL(v_blocked) AND e.handler <> ALL(v_limited) AND e.queue <> ALL(v_paused)
-                ORDER BY e.priority DESC, e.scheduled_at
+            ), plain_top AS (
+                -- The best n due jobs of the handlers no rule holds, found handler by handler (an
+                -- index probe each: a controlled handler's backlog is never walked here) ...
+                SELECT s.id, s.priority, s.scheduled_at
+                FROM job_handlers h
+                CROSS JOIN LATERAL (
+                    SELECT e.id, e.priority, e.scheduled_at FROM job_executions e
+                    WHERE e.state = 'ENQUEUED' AND e.handler = h.name AND e.scheduled_at <= now() AND NOT e.stateful
+                      AND e.queue <> ALL(v_paused)
+                    ORDER BY e.priority DESC, e.fair_tag NULLS FIRST, e.scheduled_at
+                    LIMIT n
+                ) AS s
+                WHERE h.name <> ALL(v_blocked) AND h.name <> ALL(v_limited)
+                ORDER BY s.priority DESC, s.scheduled_at
                 LIMIT n
+            ), plain AS (
+                -- ... then locked (one another claim holds is skipped; one claimed meanwhile is no
+                -- longer ENQUEUED when re-checked under the lock).
+                SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
+                WHERE e.id IN (SELECT plain_top.id FROM plain_top) AND e.state = 'ENQUEUED'
                 FOR UPDATE SKIP LOCKED
             ), capped AS (
                 -- A controlled handler's picks (jobwire_claim_pick: at most its free slots, keys in
-                -- turn, each key within its limits), locked FOR UPDATE SKIP LOCKED there.
-                SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
-                WHERE e.id = ANY(v_picked)
+                -- turn, each key within its limits), locked FOR UPDATE SKIP LOCKED there. Each pick
+                -- takes the k-th earliest scheduled_at of its handler's picks of its priority, k its
+                -- place in turn: against other handlers they stand as the same ages, and a cut below
+                -- drops the last turns, not a new key's job for being recent.
+                SELECT x.id, x.priority, t.scheduled_at, x.handler
+                FROM (SELECT e.id, e.priority, e.handler,
+                             row_number() OVER (PARTITION BY e.handler, e.priority ORDER BY p.pos) AS k
+                      FROM unnest(v_picked) WITH ORDINALITY AS p(id, pos) JOIN job_executions e ON e.id = p.id) AS x
+                JOIN (SELECT e.handler, e.priority, e.scheduled_at,
+                             row_number() OVER (PARTITION BY e.handler, e.priority ORDER BY e.scheduled_at) AS k
+                      FROM job_executions e WHERE e.id = ANY(v_picked)) AS t
+                  ON t.handler = x.handler AND t.priority = x.priority AND t.k = x.k
             ), chosen AS (
                 -- The next stateful job of each locked queue with none PROCESSING (in this snapshot).
                 -- When its handler is blocked, the queue waits (its order is kept).
@@ -189,6 +219,9 @@ BEGIN
                 -- Per locked controlled handler: its free slots, counted above.
                 SELECT f.name, f.slots FROM unnest(v_limited, v_slots) AS f(name, slots)
             ), plain AS (
+                -- The node's queues (or, with queues paused, those with work), walked in the claim
+                -- index of each: a paused backlog is never walked; a controlled handler's jobs in
+                -- these queues are passed over one by one.
                 SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
                 WHERE e.state = 'ENQUEUED' AND e.scheduled_at <= now() AND NOT e.stateful AND e.queue = ANY(queues)
                   AND e.handler <> ALL(v_blocked) AND e.handler <> ALL(v_limited) AND e.queue <> ALL(v_paused)
@@ -197,9 +230,18 @@ BEGIN
                 FOR UPDATE SKIP LOCKED
             ), capped AS (
                 -- A controlled handler's picks (jobwire_claim_pick: at most its free slots, keys in
-                -- turn, each key within its limits), locked FOR UPDATE SKIP LOCKED there.
-                SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
-                WHERE e.id = ANY(v_picked)
+                -- turn, each key within its limits), locked FOR UPDATE SKIP LOCKED there. Each pick
+                -- takes the k-th earliest scheduled_at of its handler's picks of its priority, k its
+                -- place in turn: against other handlers they stand as the same ages, and a cut below
+                -- drops the last turns, not a new key's job for being recent.
+                SELECT x.id, x.priority, t.scheduled_at, x.handler
+                FROM (SELECT e.id, e.priority, e.handler,
+                             row_number() OVER (PARTITION BY e.handler, e.priority ORDER BY p.pos) AS k
+                      FROM unnest(v_picked) WITH ORDINALITY AS p(id, pos) JOIN job_executions e ON e.id = p.id) AS x
+                JOIN (SELECT e.handler, e.priority, e.scheduled_at,
+                             row_number() OVER (PARTITION BY e.handler, e.priority ORDER BY e.scheduled_at) AS k
+                      FROM job_executions e WHERE e.id = ANY(v_picked)) AS t
+                  ON t.handler = x.handler AND t.priority = x.priority AND t.k = x.k
             ), chosen AS (
                 -- The next stateful job of each locked queue with none PROCESSING (in this snapshot).
                 -- When its handler is blocked, the queue waits (its order is kept).

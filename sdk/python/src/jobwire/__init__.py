@@ -8,12 +8,15 @@ from jobwire.client import AsyncJobwireClient, JobwireClient
 from jobwire.errors import InvalidResponse, JobwireError, ProblemError, Unavailable
 from jobwire.models import (
     TERMINAL_STATES,
+    AdaptiveLimit,
     ApiKey,
     Attempt,
     Blocker,
     Blockers,
     BulkResult,
+    Circuit,
     ConcurrencyKey,
+    Debounce,
     Event,
     Execution,
     Handler,
@@ -31,7 +34,8 @@ from jobwire.models import (
     TransitionEvent,
 )
 
-__all__ = ["TERMINAL_STATES", "ApiKey", "AsyncJobwireClient", "Attempt", "Blocker", "Blockers", "BulkResult",
-           "ConcurrencyKey", "Event", "Execution", "Handler", "HandlerSecret", "Health", "InvalidResponse",
-           "JobwireClient", "JobwireError", "KeyRate", "LogEntry", "Node", "Page", "ProblemError", "Progress", "Queue",
-           "RateLimit", "Readiness", "Retries", "Schedule", "TransitionEvent", "Unavailable", "__version__"]
+__all__ = ["TERMINAL_STATES", "AdaptiveLimit", "ApiKey", "AsyncJobwireClient", "Attempt", "Blocker", "Blockers",
+           "BulkResult", "Circuit", "ConcurrencyKey", "Debounce", "Event", "Execution", "Handler", "HandlerSecret",
+           "Health", "InvalidResponse", "JobwireClient", "JobwireError", "KeyRate", "LogEntry", "Node", "Page",
+           "ProblemError", "Progress", "Queue", "RateLimit", "Readiness", "Retries", "Schedule", "TransitionEvent",
+           "Unavailable", "__version__"]

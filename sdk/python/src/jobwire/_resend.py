@@ -7,8 +7,9 @@ the request). After it, every request may be tried again. The other proves nothi
 the request went out, then the connection dropped or the read timed out (or something other than
 Jobwire answered 503). Jobwire may have applied it. A request is sent again after that only when
 doing it twice does no more than doing it once: a read, a DELETE, a PUT of a whole definition, an
-enqueue (which always carries an idempotency key), a pause or resume, a bulk cancel or delete of
-given ids. The others raise `Unavailable` with `maybe_applied` set, saying how to find out.
+enqueue (which always carries an idempotency key) unless it debounces, a pause or resume, a bulk
+cancel or delete of given ids. The others raise `Unavailable` with `maybe_applied` set, saying
+how to find out.
 
 A DELETE sent again may find its target gone: a 404 then means what was asked holds, and the
 call returns as if the first reply had arrived.
@@ -32,6 +33,7 @@ class Resend:
     advice: str = ""
     safe_with_ids: bool = False  # a bulk action: safe when it names its executions by `ids`
     gone_is_done: bool = False  # a DELETE: a 404 to the second try means the first did it
+    with_field: tuple[str, Resend] | None = None  # the rule instead when the body has this field
 
 
 SAFE = Resend(True)
@@ -67,8 +69,15 @@ RESEND: Mapping[str, Resend] = {
     "pauseHandlerKey": SAFE,
     "resumeHandlerKey": SAFE,
     # jobs: every enqueue carries an idempotency key (the caller's or the client's), so a second
-    # try returns the execution the first one stored
-    "enqueueJob": SAFE,
+    # try returns the execution the first one stored. Not a debounced one: the key is stored only
+    # with an execution it makes; one that went to the waiting execution leaves none, and sent
+    # again once that execution has started (or, leading, its window has passed) it makes another.
+    "enqueueJob": Resend(True, with_field=("debounce", unsafe(
+        "a debounced enqueue that went to the waiting execution stores no idempotency key, and sent again once "
+        "that execution has started (or, leading, its window has passed) it would make another",
+        "List the handler's executions (client.executions.list(handler=\"{name}\")): one still ENQUEUED with "
+        "your payload (trailing), or one started in the window (leading), took the enqueue; enqueue again if "
+        "none did"))),
     "enqueueJobs": SAFE,
     # executions
     "getExecution": SAFE,
@@ -126,8 +135,11 @@ RESEND: Mapping[str, Resend] = {
 
 
 def rule_for(operation: str, body: Any) -> Resend:
-    """The row of `operation`, for a request with this body (a bulk action naming `ids` is safe)."""
+    """The row of `operation`, for a request with this body (a bulk action naming `ids` is safe, an
+    enqueue with `debounce` is not)."""
     rule = RESEND[operation]
     if rule.safe_with_ids and isinstance(body, dict) and body.get("ids") is not None:
         return SAFE
+    if rule.with_field is not None and isinstance(body, dict) and body.get(rule.with_field[0]) is not None:
+        return rule.with_field[1]
     return rule

@@ -14,9 +14,10 @@ from typing import Any, Generic, TypeVar
 
 from jobwire._resource import Resource, many, one, parse_time, times
 
-__all__ = ["TERMINAL_STATES", "ApiKey", "Attempt", "Blocker", "Blockers", "BulkResult", "ConcurrencyKey", "Event",
-           "Execution", "Handler", "HandlerSecret", "Health", "KeyRate", "LogEntry", "Node", "Page", "Progress",
-           "Queue", "RateLimit", "Readiness", "Schedule", "TransitionEvent", "parse_time"]
+__all__ = ["TERMINAL_STATES", "AdaptiveLimit", "ApiKey", "Attempt", "Blocker", "Blockers", "BulkResult", "Circuit",
+           "ConcurrencyKey", "Debounce", "Event", "Execution", "Handler", "HandlerSecret", "Health", "KeyRate",
+           "LogEntry", "Node", "Page", "Progress", "Queue", "RateLimit", "Readiness", "Schedule", "TransitionEvent",
+           "parse_time"]
 
 T = TypeVar("T")
 
@@ -67,6 +68,10 @@ class Execution(Resource):
     error_type: str | None = None
     created: bool | None = None  # in a batch's answer: False when an idempotency key found it
     concurrency_key: str | None = None  # the key it shares its handler's per-key limits with
+    # In the answer to an enqueue with `debounce` only (None otherwise): True when the enqueue went
+    # to the execution that was waiting (trailing) or that ran first (leading), this one; False
+    # when it made this one.
+    debounced: bool | None = None
 
     _READERS = {**times("scheduled_at", "created_at", "started_at", "completed_at", "deadline_at"),
                 "progress": one(Progress.from_json)}
@@ -75,6 +80,22 @@ class Execution(Resource):
     def is_terminal(self) -> bool:
         """True once no writer but a user's retry moves it on (see TERMINAL_STATES)."""
         return self.state in TERMINAL_STATES
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Debounce(Resource):
+    """What `client.jobs.enqueue` takes as `debounce=` (`POST /v1/jobs` only: a batch refuses
+    it): while an execution of the handler and `key` waits, an enqueue goes to it instead of
+    making another. `mode` `trailing`: the waiting execution is due `delay_seconds` after the
+    latest enqueue and takes its payload and metadata; `leading`: the first enqueue runs at once,
+    those within `delay_seconds` of the latest are dropped. Never later than `max_delay_seconds`
+    after the run's first enqueue (None: the most, 86,400). It decides when the job runs: not with
+    `run_at` or `delay_seconds`. The answer's `Execution.debounced` says where the enqueue went."""
+
+    key: str  # per handler, e.g. `reindex:customer:42`
+    delay_seconds: float
+    max_delay_seconds: float | None = None
+    mode: str = "trailing"  # trailing or leading
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,8 +121,11 @@ class Blocker(Resource):
     `scheduled` (`until`), `queue_paused` (`queue`), `handler_concurrency` (`in_flight` of
     `limit`), `key_concurrency` (its concurrency `key` has `in_flight` of `limit`), `rate_limit`
     (the next call may start at `next_slot`: the handler's rate_limit, or with `key` the key's
-    key_rate_limit), `key_paused` (`key`), `stateful` (`execution_id` in `state`, PROCESSING or
-    ENQUEUED ahead), `no_node_serves_queue` (`queue`)."""
+    key_rate_limit), `key_paused` (`key`), `circuit_open` (the handler's circuit breaker lets no
+    call out until `until`, then one probe), `retry_after` (a 429 or 503 with Retry-After holds
+    the handler, or with `key` the key, until `until`), `adaptive_limit` (the adaptive handler,
+    or with `key` the key, has `in_flight` calls of its effective `limit`), `stateful`
+    (`execution_id` in `state`, PROCESSING or ENQUEUED ahead), `no_node_serves_queue` (`queue`)."""
 
     reason: str
     until: datetime | None = None
@@ -222,11 +246,40 @@ class RateLimit(Resource):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Circuit(Resource):
+    """A handler's circuit breaker: `closed` (calls go out); `open` after 5 consecutive
+    connection failures, timeouts or 5xx replies (`failures`): no call goes out until `until`,
+    then one probe; `half_open`: that probe is out (`until` its deadline), and its success closes
+    the circuit. Jobs held back stay ENQUEUED and spend no attempt."""
+
+    state: str  # closed, open or half_open
+    until: datetime | None = None
+    failures: int
+
+    _READERS = times("until")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AdaptiveLimit(Resource):
+    """An adaptive handler's effective limit: at most `limit` calls in flight now (jobs without a
+    concurrency key; each key has its own), changed last at `since` (None: not yet). It starts at
+    min(max_concurrency, 4), grows with successes up to max_concurrency and halves on a 429 or
+    503 without Retry-After, or a timeout."""
+
+    limit: int
+    since: datetime | None = None
+
+    _READERS = times("since")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Handler(Resource):
     """A registered handler (`GET /v1/handlers/{name}`). `secret` is set only in the answer to the
     PUT that created it: the signing secret, never shown again. `key_concurrency` and
     `key_rate_limit` hold per concurrency key (a job's `concurrency_key`), `rate_limit` for the
-    whole handler; None: no such limit."""
+    whole handler; None: no such limit. `circuit` is its circuit breaker's state (None from a
+    server without one); `adaptive` its effective limit when it was put with `adaptive=True`,
+    else None (given back to `client.handlers.put` as `adaptive=`, it is True)."""
 
     name: str
     url: str
@@ -236,13 +289,16 @@ class Handler(Resource):
     key_concurrency: int | None = None
     rate_limit: RateLimit | None = None
     key_rate_limit: RateLimit | None = None
+    circuit: Circuit | None = None
+    adaptive: AdaptiveLimit | None = None
     created_at: datetime
     updated_at: datetime
     secrets: list[HandlerSecret] = field(default_factory=list)
     secret: str | None = None
 
     _READERS = {**times("created_at", "updated_at"), "secrets": many(HandlerSecret.from_json),
-                "rate_limit": one(RateLimit.from_json), "key_rate_limit": one(RateLimit.from_json)}
+                "rate_limit": one(RateLimit.from_json), "key_rate_limit": one(RateLimit.from_json),
+                "circuit": one(Circuit.from_json), "adaptive": one(AdaptiveLimit.from_json)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,9 +11,19 @@ from datetime import datetime
 from typing import Any, Required, TypedDict
 from uuid import UUID
 
-from jobwire.models import RateLimit
+from jobwire.models import AdaptiveLimit, Debounce, RateLimit
 
 Id = str | UUID  # an execution's, a secret's or an API key's id: a UUID or its text
+
+
+class DebounceSpec(TypedDict, total=False):
+    """A debounce as a mapping, as the API writes it (`jobwire.Debounce` says the same as an
+    object, and what each field means)."""
+
+    key: Required[str]
+    delay_seconds: Required[float]
+    max_delay_seconds: float | None
+    mode: str  # trailing (the default) or leading
 
 
 class JobOptions(TypedDict, total=False):
@@ -32,6 +42,7 @@ class JobOptions(TypedDict, total=False):
     metadata: Mapping[str, Any] | None
     idempotency_key: str | None  # without one the client makes one (`sdk-<uuid4>`)
     concurrency_key: str | None  # shares its handler's key_concurrency and key_rate_limit with its key's jobs
+    debounce: Debounce | DebounceSpec | None  # one job only (a batch refuses it); not with run_at or delay_seconds
 
 
 class Job(JobOptions, total=False):
@@ -59,6 +70,9 @@ class HandlerOptions(TypedDict, total=False):
     key_concurrency: int | None  # calls in flight per concurrency key
     rate_limit: RateLimit | RateLimitSpec | None  # call starts of the whole handler
     key_rate_limit: RateLimit | RateLimitSpec | None  # call starts per concurrency key
+    # Adapt the calls in flight to what the handler takes, up to max_concurrency (needed). A
+    # handler's `adaptive` as read may be given back: an AdaptiveLimit is True, None leaves it off.
+    adaptive: bool | AdaptiveLimit | None
 
 
 class ScheduleOptions(TypedDict, total=False):

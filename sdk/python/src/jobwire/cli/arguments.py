@@ -59,8 +59,9 @@ def rate_limit(text: str) -> dict[str, Any]:
 
 class RateLimitOption(argparse.Action):
     """An option that takes `LIMIT/PERIOD` (see `rate_limit`); a bad value is a usage error naming
-    the option. Read by the action rather than a `type`, so the reference pages say it takes
-    text, as the help then spells out."""
+    the option, in `rate_limit`'s words (a `type` that raised ValueError would be said as
+    "invalid value"). The reference pages say what it takes by this class (tools/reference_pages.py,
+    value_kinds)."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:

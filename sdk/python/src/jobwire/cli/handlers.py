@@ -16,7 +16,8 @@ COMMANDS = ("handlers",)
 COLUMNS = ("name", "url", "timeout_seconds", "max_concurrency", "stateful")
 KEY_COLUMNS = ("key", "waiting", "in_flight", "paused", "rate.next_slot", "retry_after")
 KEY_STATES = ("waiting", "throttled", "paused")
-FIELDS = ("timeout_seconds", "max_concurrency", "stateful", "key_concurrency", "rate_limit", "key_rate_limit")
+FIELDS = ("timeout_seconds", "max_concurrency", "stateful", "key_concurrency", "rate_limit", "key_rate_limit",
+          "adaptive")
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -44,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                      "s, m or h (20/1s, 100/60, 5000/1h)")
     put.add_argument("--key-rate-limit", dest="key_rate_limit", action=RateLimitOption, metavar="LIMIT/PERIOD",
                      help="as --rate-limit, per concurrency key")
+    put.add_argument("--adaptive", action=argparse.BooleanOptionalAction, default=None,
+                     help="adapt the calls in flight to what the handler takes (slow start from 4, halved on a 429 "
+                     "or 503 without Retry-After, or a timeout), up to --max-concurrency, which it needs")
     put.set_defaults(run=_put)
 
     delete = commands.add_parser("delete", parents=[options], help="remove a handler (409 while jobs use it)")

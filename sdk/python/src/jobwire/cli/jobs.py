@@ -1,6 +1,7 @@
 """`jobwire jobs enqueue HANDLER [fields]`, `jobwire jobs enqueue --from FILE.jsonl`, and the
 older spelling `jobwire enqueue HANDLER [--payload JSON] [--queue Q]`, which prints the
-execution as indented JSON as it always did."""
+execution as indented JSON as it always did. A single enqueue may debounce (`--debounce-key`
+with `--debounce-delay`): the answer is then the execution that took it, with `debounced`."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from jobwire.cli import output
 from jobwire.cli.arguments import given, json_object, json_value, positive
-from jobwire.cli.connection import client_options, open_client
+from jobwire.cli.connection import client_options, open_client, seconds
 from jobwire.cli.importing import (
     BATCH_SIZE,
     KEY_PREFIX,
@@ -27,11 +28,13 @@ from jobwire.cli.importing import (
     send,
 )
 from jobwire.errors import ProblemError
+from jobwire.types import DebounceSpec
 
 COMMANDS = ("jobs", "enqueue")
 FIELDS = ("queue", "priority", "job_id", "run_at", "delay_seconds", "max_attempts", "timeout_seconds",
           "max_duration_seconds", "parameters", "metadata", "stateful", "idempotency_key", "concurrency_key")
 SHOWN_FAILURES = 20  # failed lines said on stderr; the summary counts them all
+DEBOUNCE_MODES = ("trailing", "leading")
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -51,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
     legacy = subparsers.add_parser("enqueue", parents=[options], help="enqueue a job on a running server")
     job_arguments(legacy, handler_required=True)
-    legacy.set_defaults(run=_enqueue_one_as_before)
+    legacy.set_defaults(run=_enqueue_one_as_before, parser=legacy)
 
 
 def batch_size(text: str) -> int:
@@ -71,6 +74,17 @@ def job_arguments(parser: argparse.ArgumentParser, handler_required: bool) -> No
     when = parser.add_mutually_exclusive_group()
     when.add_argument("--run-at", dest="run_at", help="RFC 3339, with a time zone")
     when.add_argument("--delay-seconds", dest="delay_seconds", type=float)
+    when.add_argument("--debounce-key", dest="debounce_key", metavar="KEY",
+                      help="while an execution of the handler with this debounce key waits, the enqueue goes to it "
+                      "instead of making another (with --debounce-delay; one job only)")
+    parser.add_argument("--debounce-delay", dest="debounce_delay", type=seconds, metavar="SECONDS",
+                        help="trailing: the waiting execution is due this long after the latest enqueue; leading: "
+                        "enqueues are dropped until this long after the latest one (at most 86400)")
+    parser.add_argument("--debounce-max-delay", dest="debounce_max_delay", type=seconds, metavar="SECONDS",
+                        help="never later than this long after the run's first enqueue (default and most 86400)")
+    parser.add_argument("--debounce-mode", dest="debounce_mode", choices=DEBOUNCE_MODES,
+                        help="trailing (the server's default): the latest enqueue's payload runs once the enqueues "
+                        "stop; leading: the first runs at once, the rest within the window are dropped")
     parser.add_argument("--max-attempts", dest="max_attempts", type=positive)
     parser.add_argument("--timeout-seconds", dest="timeout_seconds", type=float)
     parser.add_argument("--max-duration-seconds", dest="max_duration_seconds", type=float)
@@ -84,6 +98,8 @@ def job_arguments(parser: argparse.ArgumentParser, handler_required: bool) -> No
 
 def _enqueue(args: argparse.Namespace) -> int:
     if args.source is not None:
+        if debounce_of(args) is not None:
+            args.parser.error("--debounce-key debounces one job: not with --from (a batch refuses it)")
         return _import(args)
     if args.handler is None:
         args.parser.error("a HANDLER, or --from FILE.jsonl")
@@ -91,9 +107,33 @@ def _enqueue(args: argparse.Namespace) -> int:
     return 0
 
 
+def debounce_of(args: argparse.Namespace) -> DebounceSpec | None:
+    """The job's `debounce` from the --debounce-* options, None without them; a usage error when
+    --debounce-key and --debounce-delay are not given together, or another comes without them."""
+    key, delay = args.debounce_key, args.debounce_delay
+    if key is None and delay is None:
+        others = [option for option, value in (("--debounce-max-delay", args.debounce_max_delay),
+                                               ("--debounce-mode", args.debounce_mode)) if value is not None]
+        if others:
+            need = "needs" if len(others) == 1 else "need"
+            args.parser.error(f"{' and '.join(others)} {need} --debounce-key KEY and --debounce-delay SECONDS")
+        return None
+    if key is None or delay is None:
+        given_one, missing = ("--debounce-key", "--debounce-delay SECONDS") if delay is None else (
+            "--debounce-delay", "--debounce-key KEY")
+        args.parser.error(f"{given_one} needs {missing}: a debounce has both")
+    debounce: DebounceSpec = {"key": key, "delay_seconds": delay}
+    if args.debounce_max_delay is not None:
+        debounce["max_delay_seconds"] = args.debounce_max_delay
+    if args.debounce_mode is not None:
+        debounce["mode"] = args.debounce_mode
+    return debounce
+
+
 def _enqueue_one(args: argparse.Namespace) -> Any:
+    debounce = debounce_of(args)
     with open_client(args) as client:
-        return client.jobs.enqueue(args.handler, args.payload, **given(args, *FIELDS))
+        return client.jobs.enqueue(args.handler, args.payload, **given(args, *FIELDS), debounce=debounce)
 
 
 def _enqueue_one_as_before(args: argparse.Namespace) -> None:
