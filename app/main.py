@@ -35,6 +35,7 @@ from app.delivery.destinations import Resolver, system_resolver
 from app.delivery.transport import AiohttpTransport, Http11Transport
 from app.services.api_keys import ApiKeyService
 from app.services.blockers import BlockerService
+from app.services.events import EventFeedService
 from app.services.keys import KeyService
 from app.services.bulk import BulkService
 from app.services.callbacks import CallbackService
@@ -210,6 +211,7 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
                 bulk=BulkService(db),
                 blockers=BlockerService(db, settings.heartbeat_timeout),
                 keys=KeyService(db),
+                events=EventFeedService(db),
             )
             app.state.node_id = node_id
             # Database keys and whether the API is open (app/api/auth.py); bootstrap keys: create_api.

@@ -23,6 +23,7 @@ from app.api.direct import BODY_MODELS, MARK, DirectRoutes
 from app.api.examples import SCHEMA_EXAMPLES
 from app.api.callbacks.routes import router as callbacks
 from app.api.executions.bulk import router as bulk_executions
+from app.api.events.routes import router as events
 from app.api.executions.routes import router as executions
 from app.api.handlers.routes import router as handlers
 from app.api.health.routes import router as health
@@ -44,7 +45,7 @@ errors carry `errors: [{field, message}]`. Management routes take `Authorization
 callback token (`CallbackToken`); health, readiness and metrics take nothing.
 """
 
-MANAGEMENT_ROUTERS = (handlers, jobs, bulk_executions, executions, nodes, queues, schedules, api_keys)
+MANAGEMENT_ROUTERS = (handlers, jobs, bulk_executions, executions, events, nodes, queues, schedules, api_keys)
 
 
 def create_api(

@@ -10,6 +10,7 @@ from app.services.bulk import BulkService
 from app.services.callbacks import CallbackService
 from app.services.coordination import CoordinationService
 from app.services.enqueue import EnqueueService
+from app.services.events import EventFeedService
 from app.services.executions import ExecutionService
 from app.services.handlers import HandlerService
 from app.services.blockers import BlockerService
@@ -36,6 +37,7 @@ class Services:
     bulk: BulkService
     blockers: BlockerService
     keys: KeyService
+    events: EventFeedService
 
 
 def services_of(request: Request) -> Services:

@@ -18,6 +18,8 @@ TAGS: list[dict[str, Any]] = [
                                          "now, preview the next instants."},
     {"name": "queues", "description": "The queues executions wait in: counts and the age of the oldest due job; "
                                       "pause and resume claiming."},
+    {"name": "events", "description": "The feed of every execution's transition events, resumable from a cursor "
+                                      "without a gap."},
     {"name": "nodes", "description": "The live Jobwire nodes and their in-flight calls."},
     {"name": "api-keys", "description": "API keys kept in the database, with scopes and queues (admin only)."},
     {"name": "health", "description": "Liveness, readiness and Prometheus metrics: no credentials."},

@@ -22,6 +22,7 @@ from app.domain.executions import Execution, ListFilter, NewJob
 from app.domain.jsontext import dumps
 
 Q = load("executions.sql")
+EVENTS = load("events.sql")
 
 
 def _json(value: Any) -> str:
@@ -254,7 +255,7 @@ class ExecutionRepository:
 
     async def event_page(self, conn: Connection, execution_id: UUID, after: int, limit: int) -> list[Event]:
         """The typed events (attempt outcomes, user actions), oldest first, after event id `after`."""
-        rows = await fetch(conn, Q["execution_events_page"], id=execution_id, after=after, limit=limit)
+        rows = await fetch(conn, EVENTS["execution_events_page"], id=execution_id, after=after, limit=limit)
         return [event_from(r) for r in rows]
 
     async def attempts(self, conn: Connection, execution_id: UUID) -> list[Attempt]:

@@ -38,6 +38,7 @@ TS = TIMESTAMP(timezone=True)
 NOW = text("now()")
 ENQUEUED = text("state = 'ENQUEUED'")
 PROCESSING = text("state = 'PROCESSING'")
+XACT = "CAST(CAST(pg_current_xact_id() AS text) AS bigint)"  # this transaction's id (xid8, epoch included)
 STATES = "'ENQUEUED', 'PROCESSING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'ABANDONED', 'DEAD_LETTER'"
 
 job_executions = Table(
@@ -157,8 +158,13 @@ job_events = Table(
     Column("node", Text),
     Column("http_status", Integer),
     Column("error", Text),
+    # Revision 20261202_0015: the id of the transaction that wrote the row (0 for the rows written
+    # before): the feed (GET /v1/events) is ordered by (xact, id) and serves only rows of
+    # transactions below the oldest one still running, so no row can commit behind a cursor.
+    Column("xact", BigInteger, nullable=False, server_default=text(XACT)),
 )
 Index("ix_job_events_execution", job_events.c.execution_id, job_events.c.id)
+Index("ix_job_events_feed", job_events.c.xact, job_events.c.id, postgresql_where=text("type IS NOT NULL"))
 
 job_schedules = Table(
     "job_schedules",

@@ -345,6 +345,8 @@ CONFINEMENT: dict[tuple[str, str], Rule] = {
     ("POST", "/v1/executions/{execution_id}/cancel"): Item("POST", "/v1/executions/{execution_id}/cancel",
                                                            "enqueued"),
     ("POST", "/v1/executions/{execution_id}/retry"): Item("POST", "/v1/executions/{execution_id}/retry", "cancelled"),
+    ("GET", "/v1/events"): Listing(lambda w: [
+        Call("GET", "/v1/events"), Call("GET", "/v1/events", params={"queue": THEIRS}, sent=(THEIRS,))]),
     ("GET", "/v1/nodes"): Global(lambda w: [Call("GET", "/v1/nodes")]),
     ("GET", "/v1/queues"): Listing(lambda w: [Call("GET", "/v1/queues")]),
     ("POST", "/v1/queues/{name}/pause"): Write(_queue_action("pause")),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -55,7 +54,7 @@ async def in_thread(method: Callable[..., Any], *args: Any, **kwargs: Any) -> An
 async def awaited(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """An AsyncJobwireClient's call, awaited; an async iterator is collected into a list."""
     result = method(*args, **kwargs)
-    if inspect.isasyncgen(result):
+    if isinstance(result, AsyncIterator):  # an async generator, or a feed (jobwire.resources.AsyncEventFeed)
         return [item async for item in result]
     return await result
 

@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -107,7 +108,8 @@ def unreachable_url() -> str:
 async def test_the_service_commands_are_reached_through_the_sdk_command(tmp_path: Path) -> None:
     listed = await jobwire_process("--help")
     assert listed.status == 0
-    for command in ("serve", "migrate", "openapi", "handlers", "jobs", "executions", "queues", "schedules", "status"):
+    for command in ("serve", "migrate", "openapi", "handlers", "jobs", "executions", "events", "queues", "schedules",
+                    "status"):
         assert command in listed.out
     serve = await jobwire_process("serve", "--help")
     assert serve.status == 0 and "--log-level" in serve.out and "--port" in serve.out
@@ -671,6 +673,67 @@ async def test_executions_delete_and_events(cli: Callable[..., Awaitable[Done]],
     assert deleted.status == 0 and deleted.out.strip() == f"deleted execution {job['id']}"
     again = await cli("executions", "delete", job["id"], *url, "--json")
     assert again.status == 1 and again.err.startswith("jobwire: 404 ")
+
+
+async def cancelled(api: httpx.AsyncClient, **fields: Any) -> str:
+    """A job of `mailer` enqueued for later and cancelled: one execution.cancelled event."""
+    job = (await api.post("/v1/jobs", json={"handler": "mailer", "run_at": "2999-01-01T00:00:00Z", **fields})).json()
+    assert (await api.post(f"/v1/executions/{job['id']}/cancel")).status_code == 200
+    return str(job["id"])
+
+
+async def test_events_list_shows_a_page_and_the_cursor_the_next_starts_at(
+        cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient, server: RunningServer) -> None:
+    url = ("--url", server.url)
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    ids = [await cancelled(api, queue=q) for q in ("a", "a", "b")]
+    first = (await cli("events", "list", "--limit", "2", *url, "--json")).json()
+    assert [e["data"]["execution_id"] for e in first["items"]] == ids[:2] and first["next_cursor"]
+    rest = (await cli("events", "list", "--after", first["next_cursor"], *url, "--json")).json()
+    assert [e["data"]["execution_id"] for e in rest["items"]] == ids[2:]
+    table = await cli("events", "list", "--after", first["next_cursor"], *url)
+    assert table.status == 0, table.err
+    assert ids[2] in table.out and "execution.cancelled" in table.out
+    header = table.out.splitlines()[0].split()
+    assert header == ["id", "type", "occurred_at", "execution_id", "queue", "handler"]
+    assert table.out.splitlines()[-1] == f"next cursor: {rest['next_cursor']}"
+    end = await cli("events", "list", "--after", rest["next_cursor"], *url)
+    assert end.out.splitlines() == ["no events", f"next cursor: {rest['next_cursor']}"]  # where to ask again
+    only_a = (await cli("events", "list", "--queue", "a", "--handler", "mailer", "--types",
+                        "execution.cancelled, execution.retried", *url, "--json")).json()
+    assert [e["data"]["execution_id"] for e in only_a["items"]] == ids[:2]
+    assert (await cli("events", "list", "--types", "execution.retried", *url, "--json")).json()["items"] == []
+    unknown = await cli("events", "list", "--types", "execution.exploded", *url)
+    assert unknown.status == 1 and unknown.err.startswith("jobwire: 422 ") and "types" in unknown.err
+    empty = await cli("events", "list", "--types", ",", *url)
+    assert (empty.status, empty.err.strip()) == (2, "jobwire: --types: names no event type: ','")
+
+
+async def test_events_tail_prints_each_event_as_a_json_line_until_interrupted_then_its_cursor(
+        api: httpx.AsyncClient, server: RunningServer) -> None:
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    before = await cancelled(api)
+    tail = await asyncio.create_subprocess_exec(
+        JOBWIRE, "events", "tail", "--poll", "0.05", "--types", "execution.cancelled", "--url", server.url,
+        env=environment(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        assert tail.stdout is not None and tail.stderr is not None
+        first = json.loads(await asyncio.wait_for(tail.stdout.readline(), 60))  # from the oldest stored event
+        assert (first["type"], first["data"]["execution_id"]) == ("execution.cancelled", before)
+        made = await cancelled(api)
+        later = json.loads(await asyncio.wait_for(tail.stdout.readline(), 30))  # polled for
+        assert set(later) == {"id", "type", "occurred_at", "data"} and later["data"]["execution_id"] == made
+    finally:
+        if tail.returncode is None:
+            tail.send_signal(signal.SIGINT)
+    status = await asyncio.wait_for(tail.wait(), 30)
+    err = (await tail.stderr.read()).decode()
+    assert status == 130 and "Traceback" not in err, err
+    [line] = err.splitlines()
+    cursor = line.removeprefix("jobwire: stopped; resume with --after ")
+    assert cursor != line
+    resumed = await jobwire_process("events", "list", "--after", cursor, "--url", server.url, "--json")
+    assert resumed.json()["items"] == []  # nothing after the last event printed: none twice, none missed
 
 
 async def enqueued(api: httpx.AsyncClient, count: int, queue: str) -> list[str]:

@@ -57,6 +57,8 @@ CALLS: dict[str, tuple[Call, bool]] = {
     "bulkCancelExecutions by ids": (lambda c: c.executions.bulk_cancel(ids=[ID], queue="q"), True),
     "bulkDeleteExecutions by filter": (lambda c: c.executions.bulk_delete(handler="h"), False),
     "bulkDeleteExecutions by ids": (lambda c: c.executions.bulk_delete(ids=[ID]), True),
+    "listEvents": (lambda c: c.events.page(types=["execution.cancelled"], queue="q"), True),
+    "listEvents followed to the end": (lambda c: c.events.list("cursor", handler="h"), True),
     "putSchedule": (lambda c: c.schedules.put("s", "* * * * *", "h"), True),
     "getSchedule": (lambda c: c.schedules.get("s"), True),
     "listSchedules": (lambda c: c.schedules.list(), True),

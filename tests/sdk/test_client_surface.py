@@ -44,6 +44,7 @@ CLIENT_METHODS = {
     "bulkRetryExecutions": "executions.bulk_retry",
     "bulkCancelExecutions": "executions.bulk_cancel",
     "bulkDeleteExecutions": "executions.bulk_delete",
+    "listEvents": "events.page",
     "putSchedule": "schedules.put",
     "getSchedule": "schedules.get",
     "listSchedules": "schedules.list",
@@ -65,18 +66,20 @@ CLIENT_METHODS = {
 # Context), not the client's, which holds an API key.
 CALLBACKS = {"appendExecutionLogs", "completeExecution", "reportProgress", "heartbeat", "getStep", "putStep"}
 
-RESOURCES = ("handlers", "jobs", "executions", "schedules", "queues", "nodes", "api_keys")
-ITERATORS = {("executions", "list"), ("executions", "logs"), ("executions", "events"), ("handlers", "keys")}
+RESOURCES = ("handlers", "jobs", "executions", "events", "schedules", "queues", "nodes", "api_keys")
+ITERATORS = {("executions", "list"), ("executions", "logs"), ("executions", "events"), ("handlers", "keys"),
+             ("events", "list"), ("events", "follow")}
 
 # Each resource object and the schemas of the document it is read from.
 SCHEMAS = {
-    models.Execution: ["ExecutionOut", "BatchItemOut", "EnqueuedOut"],
+    models.Execution: ["ExecutionOut", "BatchItemOut"],
     models.Debounce: ["DebounceIn"],
     models.Progress: ["ProgressOut"],
     models.Attempt: ["AttemptOut"],
     models.Blocker: ["BlockerOut"],
     models.Blockers: ["BlockerList"],
     models.Event: ["EventOut"],
+    models.EventPage: ["FeedPage"],
     models.TransitionEvent: ["TransitionEventOut"],
     models.LogEntry: ["LogOut"],
     models.BulkResult: ["BulkResultOut"],

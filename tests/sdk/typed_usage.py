@@ -19,6 +19,7 @@ from jobwire import (
     ConcurrencyKey,
     Debounce,
     Event,
+    EventPage,
     Execution,
     Handler,
     HandlerSecret,
@@ -33,6 +34,7 @@ from jobwire import (
     Schedule,
     Unavailable,
 )
+from jobwire.resources import AsyncEventFeed, EventFeed
 from jobwire.types import Job
 
 
@@ -82,6 +84,16 @@ def blocking(url: str) -> None:
         for event in client.executions.events(execution.id):
             assert_type(event, Event)
             assert_type(event.data.new_state, str)
+        feed_page = client.events.page(None, types=["execution.dead_lettered"], queue="mail", limit=500)
+        assert_type(feed_page, EventPage)
+        assert_type(feed_page.next_cursor, str)
+        listed_events = client.events.list(feed_page.next_cursor, handler="mailer")
+        assert_type(listed_events, EventFeed)
+        for event in listed_events:
+            assert_type(event, Event)
+        assert_type(listed_events.cursor, str | None)
+        followed = client.events.follow(listed_events.cursor, poll_seconds=0.5, types="execution.succeeded")
+        assert_type(next(followed).data.execution_id, str)
         assert_type(client.executions.bulk_retry(queue="mail", limit=500), BulkResult)
         assert_type(client.executions.bulk_cancel(ids=[execution.id]), BulkResult)
         schedule = client.schedules.put("nightly", "0 3 * * *", "mailer", timezone="Europe/Paris", enabled=False)
@@ -124,4 +136,10 @@ async def asynchronous(url: str) -> None:
         assert_type(waiting.debounced, bool | None)
         assert_type((await client.handlers.get("mailer")).adaptive, AdaptiveLimit | None)
         assert_type(await client.api_keys.list(), list[ApiKey])
+        assert_type(await client.events.page(limit=10), EventPage)
+        assert_type(client.events.list(types=["execution.failed"]), AsyncEventFeed)
+        following = client.events.follow(None, poll_seconds=2.0, queue="mail")
+        async for change in following:
+            assert_type(change.occurred_at, datetime)
+            assert_type(following.cursor, str | None)
         assert_type(await client.readiness(), Readiness)

@@ -22,6 +22,7 @@ OPERATION_IDS = {
     ("post", "/v1/handlers/{name}/secrets"): "addHandlerSecret",
     ("delete", "/v1/handlers/{name}/secrets/{secret_id}"): "deleteHandlerSecret",
     ("get", "/v1/handlers/{name}/keys"): "listHandlerKeys",
+    ("get", "/v1/events"): "listEvents",
     ("post", "/v1/handlers/{name}/keys/{key}/pause"): "pauseHandlerKey",
     ("post", "/v1/handlers/{name}/keys/{key}/resume"): "resumeHandlerKey",
     ("post", "/v1/jobs"): "enqueueJob",
@@ -90,7 +91,7 @@ def test_operation_ids_are_the_names_clients_call() -> None:
 def test_every_operation_has_one_resource_tag_described_at_the_top() -> None:
     described = {tag["name"]: tag.get("description") for tag in DOCUMENT["tags"]}
     assert all(described.values())
-    assert set(described) == {"handlers", "jobs", "executions", "callbacks", "schedules", "queues", "nodes",
+    assert set(described) == {"handlers", "jobs", "executions", "callbacks", "events", "schedules", "queues", "nodes",
                               "api-keys", "health", "dispatch"}
     used = set()
     for method, path, operation in operations():

@@ -60,6 +60,10 @@ class ExecutionOut(ResponseModel):
     error_type: str | None
     concurrency_key: str | None = Field(None, description="the key it shares its handler's per-key limits with; "
                                                            "null: none")
+    debounced: bool | None = Field(
+        None, description="in the answer to a POST /v1/jobs with `debounce` only (absent elsewhere): true when it "
+                          "sent the enqueue to the execution that was waiting (or, leading, that ran first), which "
+                          "is the answer (200); false when it made a new one (201)")
 
 
 class ExecutionPage(ResponseModel):

@@ -113,12 +113,6 @@ class BatchIn(StrictModel):
     jobs: Annotated[list[JobIn], Field(min_length=1, max_length=1000)]
 
 
-class EnqueuedOut(ExecutionOut):
-    debounced: bool | None = Field(
-        None, description="with `debounce` only: true when it sent this enqueue to the execution that was waiting "
-                          "(or, leading, that ran first), which is the answer (200); false when it made a new one")
-
-
 class BatchItemOut(ExecutionOut):
     created: bool = Field(description="false when the item's idempotency key named an execution already stored "
                                       "with the same request: that execution is returned, nothing was inserted")

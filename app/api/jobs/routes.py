@@ -11,7 +11,8 @@ from app.api.body import body_as
 from app.api.direct import direct
 from app.api.executions.views import execution_view
 from app.api.jobs.faults import every_fault
-from app.api.jobs.models import BatchIn, BatchOut, EnqueuedOut, JobIn
+from app.api.executions.models import ExecutionOut
+from app.api.jobs.models import BatchIn, BatchOut, JobIn
 from app.api.responses import FastJSON, problems
 from app.api.services import services_of
 from app.domain.access import Scope
@@ -28,8 +29,8 @@ IDEMPOTENCY_DOC = ("the job's idempotency key, as the body's `idempotency_key` (
                    "a repeat with the same body answers 200 with the first execution")
 
 
-@router.post("", operation_id="enqueueJob", response_model=EnqueuedOut, status_code=201,
-             responses={200: {"model": EnqueuedOut,
+@router.post("", operation_id="enqueueJob", response_model=ExecutionOut, status_code=201,
+             responses={200: {"model": ExecutionOut,
                               "description": "an idempotency key already stored with the same body, or a debounced "
                                              "enqueue (`debounced`: the execution that took it)"},
                         **problems(413)},

@@ -349,27 +349,6 @@ SELECT $COLUMNS FROM u
 -- Every event row of an execution, typed or not (the whole trail, inserts and claims included).
 SELECT id, event, occurred_at FROM job_events WHERE execution_id = :id ORDER BY id
 
--- name: execution_events_page
--- GET /v1/executions/{id}/events: the typed rows (attempt outcomes and user actions; the rows of
--- inserts, claims and re-enqueues have no type), oldest first, a page after the cursor's id
--- (index ix_job_events_execution; within one execution, id order is commit order: its writes
--- hold the row's lock). A failed or abandoned attempt that another follows gains retry_at, when
--- that one is due: the event's own scheduled_at, the re-enqueued row's. None follows when the
--- same attempt was dead-lettered, or for an abandoned CRON fire (its schedule fires again).
-SELECT ev.id, ev.type, ev.occurred_at,
-       ev.event || CASE
-           WHEN ev.type IN ('execution.failed', 'execution.abandoned')
-                AND NOT (ev.type = 'execution.abandoned' AND ev.event->>'job_type' = 'CRON')
-                AND NOT EXISTS (SELECT 1 FROM job_events d
-                                WHERE d.execution_id = ev.execution_id AND d.id > ev.id
-                                  AND d.type = 'execution.dead_lettered' AND d.attempt = ev.attempt)
-           THEN jsonb_build_object('retry_at', ev.event->'scheduled_at')
-           ELSE CAST('{}' AS jsonb) END AS data
-FROM job_events ev
-WHERE ev.execution_id = :id AND ev.id > :after AND ev.type IS NOT NULL
-ORDER BY ev.id
-LIMIT :limit
-
 -- name: execution_attempts
 -- GET /v1/executions/{id}/attempts, oldest first: one item per attempt dispatched, from the
 -- typed outcome rows that name an attempt's start (a cancel of an ENQUEUED execution ends no

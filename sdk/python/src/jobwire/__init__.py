@@ -18,6 +18,7 @@ from jobwire.models import (
     ConcurrencyKey,
     Debounce,
     Event,
+    EventPage,
     Execution,
     Handler,
     HandlerSecret,
@@ -35,7 +36,7 @@ from jobwire.models import (
 )
 
 __all__ = ["TERMINAL_STATES", "AdaptiveLimit", "ApiKey", "AsyncJobwireClient", "Attempt", "Blocker", "Blockers",
-           "BulkResult", "Circuit", "ConcurrencyKey", "Debounce", "Event", "Execution", "Handler", "HandlerSecret",
-           "Health", "InvalidResponse", "JobwireClient", "JobwireError", "KeyRate", "LogEntry", "Node", "Page",
-           "ProblemError", "Progress", "Queue", "RateLimit", "Readiness", "Retries", "Schedule", "TransitionEvent",
-           "Unavailable", "__version__"]
+           "BulkResult", "Circuit", "ConcurrencyKey", "Debounce", "Event", "EventPage", "Execution", "Handler",
+           "HandlerSecret", "Health", "InvalidResponse", "JobwireClient", "JobwireError", "KeyRate", "LogEntry", "Node",
+           "Page", "ProblemError", "Progress", "Queue", "RateLimit", "Readiness", "Retries", "Schedule",
+           "TransitionEvent", "Unavailable", "__version__"]

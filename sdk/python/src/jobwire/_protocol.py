@@ -248,6 +248,18 @@ def wait(call: Call[Execution], timeout: float, *, first_delay: float = 0.05, ma
     return Plan(steps)
 
 
+# --- a pause -------------------------------------------------------------------------------
+
+def pause(seconds: float) -> Plan[None]:
+    """A program that only waits `seconds` (a feed's poll between two asks): time.sleep on the
+    blocking client, asyncio.sleep on the asyncio one."""
+
+    def steps(retries: Retries) -> Program[None]:
+        yield Sleep(seconds)
+
+    return Plan(steps)
+
+
 # --- what both drivers share ---------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)

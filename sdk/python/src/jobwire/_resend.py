@@ -105,6 +105,8 @@ RESEND: Mapping[str, Resend] = {
         "those whose new attempt has already failed (by filter, it would also select others)",
         "List the executions (client.executions.list, or get each of the ids): those ENQUEUED or with a higher "
         "attempt were retried; send the bulk retry again for the others"),
+    # the event feed: a read
+    "listEvents": SAFE,
     # schedules: a PUT is the whole definition
     "putSchedule": SAFE,
     "getSchedule": SAFE,

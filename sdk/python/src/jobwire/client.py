@@ -26,12 +26,14 @@ from jobwire.models import Health, Page, Readiness
 from jobwire.resources import (
     ApiKeys,
     AsyncApiKeys,
+    AsyncEvents,
     AsyncExecutions,
     AsyncHandlers,
     AsyncJobs,
     AsyncNodes,
     AsyncQueues,
     AsyncSchedules,
+    Events,
     Executions,
     Handlers,
     Jobs,
@@ -127,7 +129,7 @@ class _Asynchronous:
 
 
 class JobwireClient:
-    """The Jobwire API, blocking, grouped by resource: `handlers`, `jobs`, `executions`,
+    """The Jobwire API, blocking, grouped by resource: `handlers`, `jobs`, `executions`, `events`,
     `schedules`, `queues`, `nodes`, `api_keys`. Use it as a context manager or call `close()`.
 
     `retries` bounds how often a request is tried again after a 503 or a failed connection
@@ -142,6 +144,7 @@ class JobwireClient:
         self.handlers = Handlers(self._driver)
         self.jobs = Jobs(self._driver)
         self.executions = Executions(self._driver)
+        self.events = Events(self._driver)
         self.schedules = Schedules(self._driver)
         self.queues = Queues(self._driver)
         self.nodes = Nodes(self._driver)
@@ -172,7 +175,7 @@ class JobwireClient:
 
 class AsyncJobwireClient:
     """The Jobwire API for asyncio: JobwireClient's resources and methods, each awaited (`list`,
-    `logs` and `events` give async iterators). Use `async with` or `await close()`."""
+    `logs`, `events`, `keys` and `follow` give async iterators). Use `async with` or `await close()`."""
 
     def __init__(self, base_url: str, api_key: str | None = None, timeout: float | httpx.Timeout = 30.0, *,
                  retries: Retries | None = None, headers: Mapping[str, str] | None = None) -> None:
@@ -181,6 +184,7 @@ class AsyncJobwireClient:
         self.handlers = AsyncHandlers(self._driver)
         self.jobs = AsyncJobs(self._driver)
         self.executions = AsyncExecutions(self._driver)
+        self.events = AsyncEvents(self._driver)
         self.schedules = AsyncSchedules(self._driver)
         self.queues = AsyncQueues(self._driver)
         self.nodes = AsyncNodes(self._driver)

@@ -15,9 +15,9 @@ from typing import Any, Generic, TypeVar
 from jobwire._resource import Resource, many, one, parse_time, times
 
 __all__ = ["TERMINAL_STATES", "AdaptiveLimit", "ApiKey", "Attempt", "Blocker", "Blockers", "BulkResult", "Circuit",
-           "ConcurrencyKey", "Debounce", "Event", "Execution", "Handler", "HandlerSecret", "Health", "KeyRate",
-           "LogEntry", "Node", "Page", "Progress", "Queue", "RateLimit", "Readiness", "Schedule", "TransitionEvent",
-           "parse_time"]
+           "ConcurrencyKey", "Debounce", "Event", "EventPage", "Execution", "Handler", "HandlerSecret", "Health",
+           "KeyRate", "LogEntry", "Node", "Page", "Progress", "Queue", "RateLimit", "Readiness", "Schedule",
+           "TransitionEvent", "parse_time"]
 
 T = TypeVar("T")
 
@@ -184,6 +184,18 @@ class Event(Resource):
     data: TransitionEvent
 
     _READERS = {**times("occurred_at"), "data": TransitionEvent.from_json}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventPage(Resource):
+    """One page of the event feed (`GET /v1/events`): every execution's events, in the order the
+    feed serves them. `next_cursor` is never None: after the last page it is where to ask again
+    (store it, and resume from it later: no event is missed)."""
+
+    items: list[Event] = field(default_factory=list)
+    next_cursor: str
+
+    _READERS = {"items": many(Event.from_json)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -103,6 +103,17 @@ class ExecutionFilters(TypedDict, total=False):
     limit: int | None
 
 
+class EventFilters(TypedDict, total=False):
+    """The filters of `GET /v1/events`: `types`, event types (`["execution.succeeded",
+    "execution.dead_lettered"]`, or one comma-separated string); `queue`; `handler`. `limit` is
+    the page size (default 100, at most 1000)."""
+
+    types: Iterable[str] | str | None
+    queue: str | None
+    handler: str | None
+    limit: int | None
+
+
 class Selection(TypedDict, total=False):
     """Which executions a bulk action takes: every filter given must match, at least one is needed;
     at most `limit` (default and most 10,000) in one call; `cursor`: the previous answer's

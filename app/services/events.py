@@ -1,0 +1,60 @@
+"""The feed of typed transition events (GET /v1/events): every execution's, in the order they
+committed as far as a reader can tell, resumable from a cursor without a gap."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import orjson
+
+from app.db.database import Database
+from app.db.events import EventRepository
+from app.domain.errors import FieldError, ValidationFailed
+from app.domain.events import Event
+
+MAX_FEED_PAGE = 1000
+
+
+def encode_feed_cursor(xact: int, event_id: int) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps({"feed": [xact, event_id]})).decode().rstrip("=")
+
+
+def decode_feed_cursor(cursor: str) -> tuple[int, int]:
+    """The (transaction, event id) position a feed cursor holds; ValidationFailed naming `after`
+    for anything else."""
+    try:
+        position = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))["feed"]
+        xact, event_id = position
+        if all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63 for v in (xact, event_id)):
+            return xact, event_id
+    except (binascii.Error, ValueError, orjson.JSONDecodeError, KeyError, TypeError):
+        pass
+    raise ValidationFailed([FieldError("after", "is not a cursor the event feed returned")])
+
+
+@dataclass(frozen=True, slots=True)
+class FeedPage:
+    items: list[Event]
+    next_cursor: str  # never None: at the end, where to ask again
+
+
+class EventFeedService:
+    def __init__(self, db: Database, events: EventRepository | None = None) -> None:
+        self.db = db
+        self.events = events or EventRepository()
+
+    async def page(self, after: str | None, limit: int, *, types: Sequence[str] | None = None,
+                   queue: str | None = None, handler: str | None = None,
+                   queues: frozenset[str] | None = None) -> FeedPage:
+        """Up to `limit` events after the cursor (None: from the oldest stored), of `types`,
+        `queue` and `handler` when given, and of `queues` for a key limited to them."""
+        position = decode_feed_cursor(after) if after else (0, 0)
+        async with self.db.autocommit() as conn:
+            rows = await self.events.feed(conn, position, limit, types=types, queue=queue, handler=handler,
+                                          queues=queues)
+        if rows:
+            position = (rows[-1].xact, rows[-1].event.id)
+        return FeedPage([r.event for r in rows], encode_feed_cursor(*position))
