@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import random
+import statistics
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -159,11 +160,13 @@ async def test_a_rate_limit_of_five_a_second_spreads_twenty_calls(tmp_path, fres
         await c.enqueue([job(i) for i in range(20)])
         states = await c.until_all("SUCCEEDED", 20)
         attempts = await c.db.fetchval("SELECT max(attempt) FROM job_executions")
+        claimed = [r["started_at"] for r in await c.db.fetch("SELECT started_at FROM job_executions ORDER BY 1")]
     assert states == {"SUCCEEDED": 20} and attempts == 0  # held back, never failed
     starts = sorted(call.start for call in recorder.calls)
     span = starts[-1] - starts[0]
     assert span >= 3.5, span
-    assert all(starts[i + 5] - starts[i] >= 0.9 for i in range(len(starts) - 5)), starts  # ≤ 5 in any second
+    # ≤ 5 starts in any second, by the claims' own times (the database's; arrivals at the handler jitter)
+    assert all((claimed[i + 5] - claimed[i]).total_seconds() >= 0.99 for i in range(len(claimed) - 5)), claimed
     print(f"\n20 calls at 5/s over {span:.2f} s: {19 / span:.2f} a second")
 
 
@@ -180,7 +183,9 @@ async def test_a_retry_after_stops_calls_to_the_handler_and_spends_no_attempt_of
 
     async with cluster(tmp_path, fresh_database, recorder, reply, nodes=2) as c:
         await c.enqueue([job(0)])
-        while not refused:
+        # Once the refused attempt is recorded, the hold is too (the reply's flow state is written
+        # first); calls claimed between the reply and its recording were out before it.
+        while await c.db.fetchval("SELECT attempt FROM job_executions") != 1:
             await asyncio.sleep(0.01)
         await c.enqueue([job(i) for i in range(1, 10)])
         states = await c.until_all("SUCCEEDED", 10)
@@ -228,8 +233,19 @@ async def test_an_adaptive_handler_settles_below_what_the_server_takes_and_ramps
 
     async with cluster(tmp_path, fresh_database, recorder, reply, nodes=2, max_concurrency=16, adaptive=True) as c:
         await c.enqueue([job(i) for i in range(150)])
-        states = await c.until_all("SUCCEEDED", 150, timeout=90)
-        settled = (await c.api.get("/v1/handlers/h")).json()["adaptive"]["limit"]
+        limits: list[int] = []  # the effective limit, sampled once slow start is over
+
+        async def sample() -> None:
+            while True:
+                if len(recorder.calls) > 40:
+                    limits.append((await c.api.get("/v1/handlers/h")).json()["adaptive"]["limit"])
+                await asyncio.sleep(0.05)
+
+        sampler = asyncio.create_task(sample())
+        try:
+            states = await c.until_all("SUCCEEDED", 150, timeout=90)
+        finally:
+            sampler.cancel()
         attempts = await c.db.fetchval("SELECT max(attempt) FROM job_executions")
         before = len(recorder.calls)
         most_before = recorder.most_in_flight
@@ -241,10 +257,11 @@ async def test_an_adaptive_handler_settles_below_what_the_server_takes_and_ramps
         grown = (await c.api.get("/v1/handlers/h")).json()["adaptive"]["limit"]
     assert states == {"SUCCEEDED": 150} and ramped == {"SUCCEEDED": 450}
     assert attempts == 0  # refusals went back with their attempt: nothing failed, nothing dead-lettered
-    assert settled <= 3, settled
-    assert grown > settled and recorder.most_in_flight > 3, (grown, recorder.most_in_flight)
-    print(f"\nadaptive: limit {settled} at capacity 3 ({refusals[0]} refusals, {before} calls, at most "
-          f"{most_before} at once), then {grown} at capacity 12 ({recorder.most_in_flight} at once)")
+    # AIMD settles at what the server takes: it probes one above (4), is refused, halves, grows back.
+    assert limits and statistics.median(limits) <= 3 and max(limits) <= 4, limits
+    assert grown > 3 and recorder.most_in_flight > 3, (grown, recorder.most_in_flight)
+    print(f"\nadaptive: limit median {statistics.median(limits)} at capacity 3 ({refusals[0]} refusals, {before} "
+          f"calls, at most {most_before} at once), then {grown} at capacity 12 ({recorder.most_in_flight} at once)")
 
 
 async def test_pausing_one_key_leaves_the_others_running(tmp_path, fresh_database):
