@@ -10,9 +10,8 @@ from uuid import UUID
 from app.db.database import Connection
 from app.db.queries import load
 from app.db.rows import execution_from
-from app.db.statements import execute, fetchrow
+from app.db.statements import execute, fetchrow, json_param
 from app.domain.executions import Execution
-from app.domain.jsontext import dumps
 
 Q = load("debounce.sql")
 
@@ -24,10 +23,6 @@ class DebounceRun:
     first_at: datetime | None  # the run's first enqueue
     until: datetime | None  # leading mode: enqueues are dropped until then
     now: datetime  # database time
-
-
-def _json(value: Any) -> str | None:
-    return None if value is None else dumps(value).decode()
 
 
 class DebounceRepository:
@@ -44,7 +39,7 @@ class DebounceRepository:
                    metadata: Any) -> Execution | None:
         """Trailing mode: the waiting execution takes the enqueue; None if it is no longer waiting."""
         row = await fetchrow(conn, Q["debounce_push"], id=execution_id, delay=delay, until=until,
-                             payload=_json(payload), metadata=_json(metadata))
+                             payload=json_param(payload), metadata=json_param(metadata))
         return execution_from(row) if row else None
 
     async def extend(self, conn: Connection, handler: str, key: str, delay: float, cap: datetime) -> None:

@@ -13,20 +13,15 @@ from uuid import UUID
 from app.db.database import Connection
 from app.db.queries import EXECUTION_COLUMNS, load
 from app.db.rows import attempt_end_from, attempt_from, claimed_from, event_from, execution_from
-from app.db.statements import execute, fetch, fetchrow, fetchval
+from app.db.statements import execute, fetch, fetchrow, fetchval, json_param
 from app.domain import states
 from app.domain.attempts import Attempt, AttemptEnd
 from app.domain.dispatch import ClaimedJob
 from app.domain.events import Event
 from app.domain.executions import Execution, ListFilter, NewJob
-from app.domain.jsontext import dumps
 
 Q = load("executions.sql")
 EVENTS = load("events.sql")
-
-
-def _json(value: Any) -> str:
-    return dumps(value).decode()
 
 
 def _job_document(job: NewJob) -> dict[str, Any]:
@@ -66,7 +61,7 @@ class ExecutionRepository:
         request). Raises ValidationFailed naming `jobs[i].field` for what the function refuses
         (an unregistered handler, a key reused with another request body, …): app.db.errors
         translates the function's refusal when the unit of work ends."""
-        rows = await fetch(conn, Q["executions_insert"], jobs=_json([_job_document(j) for j in jobs]))
+        rows = await fetch(conn, Q["executions_insert"], jobs=json_param([_job_document(j) for j in jobs]))
         return [(execution_from(r), bool(r["created"])) for r in rows]
 
     async def has_idempotency_key(self, conn: Connection, key: str) -> bool:
@@ -233,7 +228,8 @@ class ExecutionRepository:
         """Move the deadline of the current attempt (and merge a progress snapshot); False when
         the execution is no longer PROCESSING at that attempt."""
         row = await fetchrow(conn, Q["execution_extend_deadline"], id=execution_id, attempt=attempt,
-                             default_timeout=float(default_timeout), progress=_json(progress) if progress else None)
+                             default_timeout=float(default_timeout),
+                             progress=json_param(progress) if progress else None)
         return row is not None
 
     async def cancel(self, conn: Connection, execution_id: UUID) -> Execution | None:
@@ -278,5 +274,5 @@ def _succeed_params(items: Sequence[tuple[UUID, int, Any]], channel: str,
     elif len(http_statuses) != len(items):
         raise ValueError("http_statuses must be parallel to items")
     return {"ids": [i for i, _, _ in items], "attempts": [a for _, a, _ in items],
-            "results": [None if r is None else _json(r) for _, _, r in items],
+            "results": [None if r is None else json_param(r) for _, _, r in items],
             "http_statuses": list(http_statuses), "from_states": list(states.SUCCEED_FROM), "channel": channel}

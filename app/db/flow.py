@@ -38,6 +38,14 @@ def _adaptive(m: Mapping[str, Any]) -> Adaptive:
                     slow_start=m["adaptive_slow_start"], refusals=m["refusals"])
 
 
+def _adaptive_params(items: Sequence[tuple[Adaptive, float | None]]) -> dict[str, list[Any]]:
+    """The parallel arrays of a save (flow.sql, fragment adaptive_set), and its Retry-After seconds."""
+    return {"adaptive_limits": [a.limit for a, _ in items], "adaptive_sinces": [a.since for a, _ in items],
+            "adaptive_successes": [a.successes for a, _ in items],
+            "adaptive_slow_starts": [a.slow_start for a, _ in items], "refusals": [a.refusals for a, _ in items],
+            "retry_seconds": [seconds for _, seconds in items]}
+
+
 class FlowRepository:
     async def lock_handlers(self, conn: Connection, handlers: Sequence[str]) -> list[HandlerFlow]:
         """The handlers' flow rows (made if missing), locked until commit, in name order."""
@@ -58,12 +66,7 @@ class FlowRepository:
             circuit_untils=[f.circuit.until for f, _ in items],
             circuit_failures=[f.circuit.failures for f, _ in items],
             circuit_open_seconds=[f.circuit.open_seconds for f, _ in items],
-            adaptive_limits=[f.adaptive.limit for f, _ in items],
-            adaptive_sinces=[f.adaptive.since for f, _ in items],
-            adaptive_successes=[f.adaptive.successes for f, _ in items],
-            adaptive_slow_starts=[f.adaptive.slow_start for f, _ in items],
-            refusals=[f.adaptive.refusals for f, _ in items],
-            retry_seconds=[seconds for _, seconds in items])
+            **_adaptive_params([(f.adaptive, seconds) for f, seconds in items]))
 
     async def lock_keys(self, conn: Connection, keys: Sequence[tuple[str, str]]) -> list[KeyFlow]:
         """The (handler, key) rows (made if missing), locked until commit, in order."""
@@ -76,9 +79,4 @@ class FlowRepository:
         await execute(
             conn, Q["flow_keys_save"],
             handlers=[f.handler for f, _ in items], keys=[f.key for f, _ in items],
-            adaptive_limits=[f.adaptive.limit for f, _ in items],
-            adaptive_sinces=[f.adaptive.since for f, _ in items],
-            adaptive_successes=[f.adaptive.successes for f, _ in items],
-            adaptive_slow_starts=[f.adaptive.slow_start for f, _ in items],
-            refusals=[f.adaptive.refusals for f, _ in items],
-            retry_seconds=[seconds for _, seconds in items])
+            **_adaptive_params([(f.adaptive, seconds) for f, seconds in items]))

@@ -8,17 +8,13 @@ from uuid import UUID
 
 from app.db.database import Connection
 from app.db.queries import load
-from app.db.rows import handler_from, handler_secret_from, rate_limit_document
-from app.db.statements import execute, fetch, fetchrow, fetchval
+from app.db.rows import handler_from, handler_secret_from
+from app.db.statements import execute, fetch, fetchrow, fetchval, json_param
 from app.domain.handlers import Handler, RateLimit
-from app.domain.jsontext import dumps
 from app.domain.handler_secrets import HandlerSecret, StoredSecret
 
 Q = load("handlers.sql")
 
-
-def _json(value: object) -> str | None:
-    return None if value is None else dumps(value).decode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +51,9 @@ class HandlerRepository:
         stored) becomes a created handler's first signing secret."""
         row = await fetchrow(conn, Q["handler_upsert"], name=name, url=url, timeout_seconds=timeout_seconds,
                              max_concurrency=max_concurrency, stateful=stateful, secret=new_secret,
-                             key_concurrency=key_concurrency, rate_limit=_json(rate_limit_document(rate_limit)),
-                             key_rate_limit=_json(rate_limit_document(key_rate_limit)), adaptive=adaptive)
+                             key_concurrency=key_concurrency,
+                             rate_limit=json_param(rate_limit and rate_limit.document()),
+                             key_rate_limit=json_param(key_rate_limit and key_rate_limit.document()), adaptive=adaptive)
         assert row is not None
         secrets = await self.secrets_of(conn, [name])
         return handler_from(row, secrets.get(name, ())), bool(row["created"])

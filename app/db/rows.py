@@ -161,10 +161,6 @@ def rate_limit_from(value: Any) -> RateLimit | None:
     return RateLimit(limit=int(value["limit"]), period_seconds=float(value["period_seconds"]))
 
 
-def rate_limit_document(limit: RateLimit | None) -> dict[str, Any] | None:
-    """The stored form of a RateLimit (the claim reads its two fields)."""
-    return None if limit is None else {"limit": limit.limit, "period_seconds": limit.period_seconds}
-
 
 def handler_secret_from(m: Mapping[str, Any]) -> HandlerSecret:
     return HandlerSecret(id=m["id"], created_at=m["created_at"], expires_at=m["expires_at"])

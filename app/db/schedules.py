@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from app.db.database import Connection
 from app.db.queries import load
 from app.db.rows import execution_from, schedule_from
-from app.db.statements import execute, fetch, fetchrow, fetchval
+from app.db.statements import execute, fetch, fetchrow, fetchval, json_param
 from app.domain.executions import Execution
-from app.domain.jsontext import dumps
 from app.domain.schedules import FireSlot, Schedule, ScheduleSpec
 
 Q = load("schedules.sql")
-
-
-def _json(value: Any) -> str | None:
-    return None if value is None else dumps(value).decode()
 
 
 def _queue_list(queues: frozenset[str] | None) -> list[str] | None:
@@ -31,8 +25,8 @@ class ScheduleRepository:
         or it is in a queue not among `queues` (None: any), and left as it is."""
         row = await fetchrow(
             conn, Q["schedule_upsert"], job_id=job_id, cron=spec.cron, timezone=spec.timezone, handler=spec.handler,
-            queue=spec.queue, payload=_json(spec.payload), parameters=_json(spec.parameters),
-            metadata=_json(spec.metadata), priority=spec.priority, enabled=spec.enabled,
+            queue=spec.queue, payload=json_param(spec.payload), parameters=json_param(spec.parameters),
+            metadata=json_param(spec.metadata), priority=spec.priority, enabled=spec.enabled,
             execution_mode=spec.execution_mode.value, overlap_policy=spec.overlap_policy.value,
             misfire_policy=spec.misfire_policy.value, max_attempts=spec.max_attempts, tracked=spec.tracked,
             queues=_queue_list(queues))

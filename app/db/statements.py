@@ -20,6 +20,8 @@ from typing import Any
 
 import asyncpg
 
+from app.domain.jsontext import dumps
+
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _DOLLAR_TAG = re.compile(r"\$(?:[A-Za-z_]\w*)?\$")  # $$ or $tag$ (not $1: a tag never starts with a digit)
 _BOUND_END = re.compile(r"[\w)\]]")  # what ends a slice's lower bound
@@ -163,6 +165,12 @@ def _compiled(text: str) -> Statement:
 
 def _statement(sql: Statement | str) -> Statement:
     return sql if isinstance(sql, Statement) else _compiled(sql)
+
+
+def json_param(value: Any) -> str | None:
+    """A JSON parameter as the statements take it: its text, which they CAST to jsonb (the pool's
+    codec passes text through as it is); None for SQL NULL."""
+    return None if value is None else dumps(value).decode()
 
 
 async def fetch(conn: asyncpg.Connection, sql: Statement | str, /, **params: Any) -> Sequence[asyncpg.Record]:

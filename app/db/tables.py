@@ -229,6 +229,17 @@ job_handlers = Table(
     Column("adaptive", Boolean, nullable=False, server_default=text("false")),  # AIMD below max_concurrency
 )
 
+def adaptive_columns() -> list[Column]:  # type: ignore[type-arg]
+    """An adaptive limiter's state (app/domain/flow.py Adaptive), in job_handler_flow and job_keys:
+    the effective limit, since when, successes toward the next raise, slow start still on, 429s in
+    a row."""
+    return [Column("adaptive_limit", Integer),
+            Column("adaptive_since", TS),
+            Column("adaptive_successes", Integer, nullable=False, server_default=text("0")),
+            Column("adaptive_slow_start", Boolean, nullable=False, server_default=text("true")),
+            Column("refusals", Integer, nullable=False, server_default=text("0"))]
+
+
 # Revision 20261202_0014: the flow-control state of a handler whose jobs carry keys or whose calls
 # are rate limited, written by the claim (under the handler's advisory lock, so by one claimer at a
 # time) and never for a handler that uses none of it. fair_round: the highest turn claimed (a new
@@ -252,13 +263,8 @@ job_handler_flow = Table(
     Column("circuit_until", TS),
     Column("circuit_failures", Integer, nullable=False, server_default=text("0")),
     Column("circuit_open_seconds", Float, nullable=False, server_default=text("0")),
-    # Adaptive concurrency (an adaptive handler's jobs without a key): the effective limit, since
-    # when, successes toward the next raise, slow start still on, 429s in a row.
-    Column("adaptive_limit", Integer),
-    Column("adaptive_since", TS),
-    Column("adaptive_successes", Integer, nullable=False, server_default=text("0")),
-    Column("adaptive_slow_start", Boolean, nullable=False, server_default=text("true")),
-    Column("refusals", Integer, nullable=False, server_default=text("0")),
+    # Adaptive concurrency of an adaptive handler's jobs without a key.
+    *adaptive_columns(),
     CheckConstraint("circuit_state IN ('closed', 'open', 'half_open')", name="circuit_state"),
 )
 
@@ -276,12 +282,8 @@ job_keys = Table(
     Column("created_at", TS, nullable=False, server_default=NOW),
     Column("updated_at", TS, nullable=False, server_default=NOW),
     Column("retry_after", TS),  # no call of this key before this (a 429 or 503 with Retry-After)
-    # Adaptive concurrency of the key (an adaptive handler's jobs with this key), as job_handler_flow's.
-    Column("adaptive_limit", Integer),
-    Column("adaptive_since", TS),
-    Column("adaptive_successes", Integer, nullable=False, server_default=text("0")),
-    Column("adaptive_slow_start", Boolean, nullable=False, server_default=text("true")),
-    Column("refusals", Integer, nullable=False, server_default=text("0")),
+    # Adaptive concurrency of the key (an adaptive handler's jobs with this key).
+    *adaptive_columns(),
 )
 # Revision 20261202_0014: debounce at enqueue (POST /v1/jobs with `debounce`): per handler and
 # debounce key, the execution that takes the enqueues, when its run of enqueues began, and (leading

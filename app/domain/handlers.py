@@ -16,6 +16,10 @@ class RateLimit:
     limit: int
     period_seconds: float
 
+    def document(self) -> dict[str, int | float]:
+        """As the API shows it and job_handlers stores it (the claim reads both fields)."""
+        return {"limit": self.limit, "period_seconds": self.period_seconds}
+
 
 @dataclass(frozen=True, slots=True)
 class Handler:

@@ -8,14 +8,11 @@ shows only the executions of those queues."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-import orjson
 
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
@@ -26,6 +23,7 @@ from app.domain.errors import Conflict, FieldError, InvalidTransition, NotFound,
 from app.domain.attempts import Attempt
 from app.domain.events import Event
 from app.domain.executions import Execution, ListFilter
+from app.services import cursors
 from app.services.wakeups import wake_for_freed_slots
 from app.domain.logs import StoredLog
 
@@ -49,16 +47,14 @@ def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
 
 def encode_position(*parts: datetime | UUID) -> str:
     """An opaque cursor of times and an id: the JSON list of their texts, base64url."""
-    raw = orjson.dumps([p.isoformat() if isinstance(p, datetime) else str(p) for p in parts])
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return cursors.encode([p.isoformat() if isinstance(p, datetime) else str(p) for p in parts])
 
 
 def decode_position(cursor: str, times: int) -> list[Any]:
     """The `times` aware datetimes and the UUID an encode_position() cursor holds; ValidationFailed
     naming `cursor` for anything else."""
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        parts = orjson.loads(raw)
+        parts = cursors.decode(cursor)
         if not (isinstance(parts, list) and len(parts) == times + 1
                 and all(isinstance(p, str) and p.isascii() for p in parts)):
             raise ValueError(f"not a list of {times + 1} ASCII strings")
@@ -70,7 +66,7 @@ def decode_position(cursor: str, times: int) -> list[Any]:
             when.astimezone(UTC)  # OverflowError when out of range in UTC (asyncpg would fail on it)
             decoded.append(when)
         return [*decoded, UUID(parts[times])]
-    except (binascii.Error, ValueError, TypeError, OverflowError, orjson.JSONDecodeError) as exc:
+    except (ValueError, TypeError, OverflowError) as exc:  # binascii.Error, JSONDecodeError: ValueErrors
         raise ValidationFailed([FieldError("cursor", "not a cursor this API issued")]) from exc
 
 
@@ -81,7 +77,7 @@ class LogPage:
 
 
 def encode_log_cursor(entry: StoredLog) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps({"log": entry.id})).decode().rstrip("=")
+    return cursors.encode({"log": entry.id})
 
 
 def decode_log_cursor(cursor: str) -> int:
@@ -95,7 +91,7 @@ class EventPage:
 
 
 def encode_event_cursor(event: Event) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps({"event": event.id})).decode().rstrip("=")
+    return cursors.encode({"event": event.id})
 
 
 def decode_event_cursor(cursor: str) -> int:
@@ -106,12 +102,11 @@ def _decode_id_cursor(cursor: str, key: str) -> int:
     """The row id a `{key: id}` cursor holds; ValidationFailed naming `cursor` for anything else
     (another kind of cursor, a crafted one: a bool, a float, a negative or 64-bit-overflowing id)."""
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        after = orjson.loads(raw)[key]
+        after = cursors.decode(cursor)[key]
         if not isinstance(after, int) or isinstance(after, bool) or not 0 <= after < 2**63:
             raise ValueError(f"not a {key} id")
         return after
-    except (binascii.Error, ValueError, TypeError, KeyError, orjson.JSONDecodeError) as exc:
+    except (ValueError, TypeError, KeyError) as exc:
         raise ValidationFailed([FieldError("cursor", "not a cursor this API issued")]) from exc
 
 

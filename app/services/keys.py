@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
@@ -13,19 +10,20 @@ from app.db.keys import KeyRepository
 from app.domain.errors import FieldError, NotFound, ValidationFailed
 from app.domain.keys import KeyState, KeyStatus
 from app.domain.names import is_valid_name
+from app.services import cursors
 
 
 def encode_cursor(key: str) -> str:
-    return base64.urlsafe_b64encode(key.encode()).decode().rstrip("=")
+    return cursors.encode({"key": key})
 
 
 def decode_cursor(cursor: str) -> str:
     """The key a page ended with; ValidationFailed naming `cursor` for text no page gave."""
     try:
-        key = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
+        key = cursors.decode(cursor)["key"]
+    except (ValueError, KeyError, TypeError):
         key = ""
-    if not is_valid_name(key):
+    if not isinstance(key, str) or not is_valid_name(key):
         raise ValidationFailed([FieldError("cursor", "is not a cursor this listing returned")])
     return key
 

@@ -5,25 +5,21 @@ live nodes (the API-only server runs no loops), so each test says which queues a
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
 from app.db.database import Database
-from tests.conftest import RunningServer, problem_fields, register, rolled_back, sql
-
-NOWHERE = "http://127.0.0.1:9/jobs"
-LATER = "2999-01-01T00:00:00Z"
+from tests.api.conftest import LATER, NOWHERE
+from tests.conftest import problem_fields, register, rolled_back, sql
 
 
 @pytest.fixture
-async def api(api_only_server: RunningServer, db: Database) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=api_only_server.url, timeout=30) as client:
-        await register(client, "h", NOWHERE)
-        await node_serving(db, "node-all", None)
-        yield client
+async def api(h_api: httpx.AsyncClient, db: Database) -> httpx.AsyncClient:
+    """The shared client (tests/api/conftest.py), and a live node that claims from every queue."""
+    await node_serving(db, "node-all", None)
+    return h_api
 
 
 async def node_serving(db: Database, server_id: str, queues: list[str] | None, *, age: float = 0) -> None:

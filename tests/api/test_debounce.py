@@ -6,28 +6,17 @@ two servers (their own connection pools) leave one execution."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
 import httpx
 import pytest
 
-from app.db.database import Database
-from tests.conftest import RunningServer, problem_fields, register, sql
+from tests.api.conftest import NOWHERE
+from tests.conftest import problem_fields, register, sql
 
-NOWHERE = "http://127.0.0.1:9/jobs"
-
-
-@pytest.fixture
-async def api(api_only_server: RunningServer, db: Database) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=api_only_server.url, timeout=30) as client:
-        await register(client, "h", NOWHERE)
-        yield client
-
-
-async def enqueue(api: httpx.AsyncClient, status: int | None = None, **fields: Any) -> dict[str, Any]:
-    response = await api.post("/v1/jobs", json={"handler": "h", **fields})
+async def enqueue(h_api: httpx.AsyncClient, status: int | None = None, **fields: Any) -> dict[str, Any]:
+    response = await h_api.post("/v1/jobs", json={"handler": "h", **fields})
     assert response.status_code == (status or response.status_code) and response.status_code in (200, 201), \
         response.text
     return response.json()
@@ -37,56 +26,56 @@ def seconds(a: str, b: str) -> float:
     return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()
 
 
-async def test_trailing_pushes_the_waiting_execution_and_takes_the_latest_payload(api, db):
-    first = await enqueue(api, 201, payload={"v": 1}, metadata={"m": 1},
+async def test_trailing_pushes_the_waiting_execution_and_takes_the_latest_payload(h_api, db):
+    first = await enqueue(h_api, 201, payload={"v": 1}, metadata={"m": 1},
                           debounce={"key": "reindex:42", "delay_seconds": 60})
     assert first["debounced"] is False and first["state"] == "ENQUEUED"
     assert 59 <= seconds(first["created_at"], first["scheduled_at"]) <= 61
     await asyncio.sleep(0.2)
-    second = await enqueue(api, 200, payload={"v": 2}, metadata={"m": 2},
+    second = await enqueue(h_api, 200, payload={"v": 2}, metadata={"m": 2},
                            debounce={"key": "reindex:42", "delay_seconds": 60})
     assert second["debounced"] is True and second["id"] == first["id"]
     assert (second["payload"], second["metadata"]) == ({"v": 2}, {"m": 2})
     assert second["scheduled_at"] > first["scheduled_at"]  # pushed
-    other = await enqueue(api, 201, debounce={"key": "reindex:43", "delay_seconds": 60})
+    other = await enqueue(h_api, 201, debounce={"key": "reindex:43", "delay_seconds": 60})
     assert other["id"] != first["id"]
     assert await sql(db, "SELECT count(*) FROM job_executions") == [(2,)]
 
 
-async def test_trailing_never_pushes_past_max_delay_seconds_from_the_first_enqueue(api):
+async def test_trailing_never_pushes_past_max_delay_seconds_from_the_first_enqueue(h_api):
     debounce = {"key": "k", "delay_seconds": 60, "max_delay_seconds": 90}
-    first = await enqueue(api, debounce=debounce)
+    first = await enqueue(h_api, debounce=debounce)
     await asyncio.sleep(0.1)
-    await enqueue(api, debounce={**debounce, "delay_seconds": 80})
-    last = await enqueue(api, debounce={**debounce, "delay_seconds": 89})
+    await enqueue(h_api, debounce={**debounce, "delay_seconds": 80})
+    last = await enqueue(h_api, debounce={**debounce, "delay_seconds": 89})
     cap = seconds(first["created_at"], last["scheduled_at"])
     assert 89 < cap <= 90.05, cap
 
 
-async def test_once_it_runs_the_next_enqueue_makes_a_new_execution(api, db):
-    first = await enqueue(api, debounce={"key": "k", "delay_seconds": 60})
+async def test_once_it_runs_the_next_enqueue_makes_a_new_execution(h_api, db):
+    first = await enqueue(h_api, debounce={"key": "k", "delay_seconds": 60})
     await sql(db, "UPDATE job_executions SET state = 'PROCESSING', started_at = now(), locked_by = 'n', "
                   "deadline_at = now() + interval '1 hour' WHERE id = CAST(:id AS uuid)", id=first["id"])
-    second = await enqueue(api, 201, debounce={"key": "k", "delay_seconds": 60})
+    second = await enqueue(h_api, 201, debounce={"key": "k", "delay_seconds": 60})
     assert second["id"] != first["id"] and second["debounced"] is False
 
 
-async def test_leading_runs_the_first_at_once_and_drops_the_rest_within_the_window(api, db):
+async def test_leading_runs_the_first_at_once_and_drops_the_rest_within_the_window(h_api, db):
     debounce = {"key": "notify", "delay_seconds": 60, "mode": "leading"}
-    first = await enqueue(api, 201, payload=1, debounce=debounce)
+    first = await enqueue(h_api, 201, payload=1, debounce=debounce)
     assert first["scheduled_at"] == first["created_at"]  # due at once
-    dropped = await enqueue(api, 200, payload=2, debounce=debounce)
+    dropped = await enqueue(h_api, 200, payload=2, debounce=debounce)
     assert dropped["debounced"] is True and dropped["id"] == first["id"] and dropped["payload"] == 1
     await sql(db, "UPDATE job_debounce SET until = now() - interval '1 ms'")  # the window passed
-    later = await enqueue(api, 201, payload=3, debounce=debounce)
+    later = await enqueue(h_api, 201, payload=3, debounce=debounce)
     assert later["id"] != first["id"] and later["payload"] == 3
 
 
-async def test_an_idempotency_key_is_checked_first(api, db):
-    first = await enqueue(api, 201, idempotency_key="once", debounce={"key": "k", "delay_seconds": 60})
-    again = await enqueue(api, 200, idempotency_key="once", debounce={"key": "k", "delay_seconds": 60})
+async def test_an_idempotency_key_is_checked_first(h_api, db):
+    first = await enqueue(h_api, 201, idempotency_key="once", debounce={"key": "k", "delay_seconds": 60})
+    again = await enqueue(h_api, 200, idempotency_key="once", debounce={"key": "k", "delay_seconds": 60})
     assert again["id"] == first["id"] and again["debounced"] is False
-    other = await api.post("/v1/jobs", json={"handler": "h", "idempotency_key": "once", "payload": "changed",
+    other = await h_api.post("/v1/jobs", json={"handler": "h", "idempotency_key": "once", "payload": "changed",
                                              "debounce": {"key": "k", "delay_seconds": 60}})
     assert problem_fields(other, 422) == ["idempotency_key"]
 
@@ -99,19 +88,19 @@ async def test_an_idempotency_key_is_checked_first(api, db):
     ({"key": "k", "delay_seconds": 10, "max_delay_seconds": 5}, "debounce.max_delay_seconds"),
     ({"key": "k", "delay_seconds": 10, "mode": "sideways"}, "debounce.mode"),
 ])
-async def test_a_bad_debounce_is_refused_naming_the_field(api, debounce, where):
-    assert problem_fields(await api.post("/v1/jobs", json={"handler": "h", "debounce": debounce}), 422) == [where]
+async def test_a_bad_debounce_is_refused_naming_the_field(h_api, debounce, where):
+    assert problem_fields(await h_api.post("/v1/jobs", json={"handler": "h", "debounce": debounce}), 422) == [where]
 
 
-async def test_debounce_decides_the_start_and_is_for_one_job_only(api):
-    response = await api.post("/v1/jobs", json={"handler": "h", "delay_seconds": 5,
+async def test_debounce_decides_the_start_and_is_for_one_job_only(h_api):
+    response = await h_api.post("/v1/jobs", json={"handler": "h", "delay_seconds": 5,
                                                 "debounce": {"key": "k", "delay_seconds": 1}})
     assert problem_fields(response, 422) == ["debounce"]
-    batch = await api.post("/v1/jobs/batch", json={"jobs": [{"handler": "h"},
+    batch = await h_api.post("/v1/jobs/batch", json={"jobs": [{"handler": "h"},
                                                             {"handler": "h", "debounce": {"key": "k",
                                                                                           "delay_seconds": 1}}]})
     assert problem_fields(batch, 422) == ["jobs[1].debounce"]
-    unknown = await api.post("/v1/jobs", json={"handler": "nope", "debounce": {"key": "k", "delay_seconds": 1}})
+    unknown = await h_api.post("/v1/jobs", json={"handler": "nope", "debounce": {"key": "k", "delay_seconds": 1}})
     assert problem_fields(unknown, 422) == ["handler"]
 
 

@@ -5,38 +5,27 @@ with real nodes in tests/cluster/test_flow_control.py."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
-from app.db.database import Database
-from tests.conftest import RunningServer, problem_fields, register, sql
+from tests.api.conftest import NOWHERE
+from tests.conftest import problem_fields, register, sql
 
-NOWHERE = "http://127.0.0.1:9/jobs"
-
-
-@pytest.fixture
-async def api(api_only_server: RunningServer, db: Database) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=api_only_server.url, timeout=30) as client:
-        await register(client, "h", NOWHERE)
-        yield client
-
-
-async def enqueue(api: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:
-    response = await api.post("/v1/jobs", json={"handler": "h", **fields})
+async def enqueue(h_api: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:
+    response = await h_api.post("/v1/jobs", json={"handler": "h", **fields})
     assert response.status_code in (200, 201), response.text
     return response.json()
 
 
-async def test_a_handler_keeps_its_flow_limits_and_shows_them(api):
-    body = await register(api, "h", NOWHERE, key_concurrency=2, rate_limit={"limit": 20, "period_seconds": 1},
+async def test_a_handler_keeps_its_flow_limits_and_shows_them(h_api):
+    body = await register(h_api, "h", NOWHERE, key_concurrency=2, rate_limit={"limit": 20, "period_seconds": 1},
                           key_rate_limit={"limit": 5, "period_seconds": 60})
     assert (body["key_concurrency"], body["rate_limit"], body["key_rate_limit"]) == (
         2, {"limit": 20, "period_seconds": 1.0}, {"limit": 5, "period_seconds": 60.0})
-    assert (await api.get("/v1/handlers/h")).json()["rate_limit"] == {"limit": 20, "period_seconds": 1.0}
-    body = await register(api, "h", NOWHERE)  # PUT replaces: limits left out are gone
+    assert (await h_api.get("/v1/handlers/h")).json()["rate_limit"] == {"limit": 20, "period_seconds": 1.0}
+    body = await register(h_api, "h", NOWHERE)  # PUT replaces: limits left out are gone
     assert (body["key_concurrency"], body["rate_limit"], body["key_rate_limit"]) == (None, None, None)
 
 
@@ -49,118 +38,118 @@ async def test_a_handler_keeps_its_flow_limits_and_shows_them(api):
     ("rate_limit", {"limit": 5}, "rate_limit.period_seconds"),
     ("key_rate_limit", {"limit": 5, "period_seconds": 1, "burst": 3}, "key_rate_limit.burst"),
 ])
-async def test_bad_flow_limits_are_refused_naming_the_field(api, field, value, where):
-    response = await api.put("/v1/handlers/h", json={"url": NOWHERE, field: value})
+async def test_bad_flow_limits_are_refused_naming_the_field(h_api, field, value, where):
+    response = await h_api.put("/v1/handlers/h", json={"url": NOWHERE, field: value})
     assert problem_fields(response, 422) == [where]
 
 
-async def test_a_stateful_handler_takes_no_key_limits(api):
-    response = await api.put("/v1/handlers/s", json={"url": NOWHERE, "stateful": True, "key_concurrency": 1,
+async def test_a_stateful_handler_takes_no_key_limits(h_api):
+    response = await h_api.put("/v1/handlers/s", json={"url": NOWHERE, "stateful": True, "key_concurrency": 1,
                                                       "key_rate_limit": {"limit": 1, "period_seconds": 1}})
     assert problem_fields(response, 422) == ["key_concurrency", "key_rate_limit"]
 
 
-async def test_a_job_carries_its_concurrency_key(api):
-    job = await enqueue(api, concurrency_key="customer:42")
+async def test_a_job_carries_its_concurrency_key(h_api):
+    job = await enqueue(h_api, concurrency_key="customer:42")
     assert job["concurrency_key"] == "customer:42"
-    assert (await api.get(f"/v1/executions/{job['id']}")).json()["concurrency_key"] == "customer:42"
-    assert (await enqueue(api))["concurrency_key"] is None
+    assert (await h_api.get(f"/v1/executions/{job['id']}")).json()["concurrency_key"] == "customer:42"
+    assert (await enqueue(h_api))["concurrency_key"] is None
 
 
 @pytest.mark.parametrize("value", ["", "has space", "x" * 256, 42, "-leading"])
-async def test_a_bad_concurrency_key_is_refused_naming_it(api, value):
-    assert problem_fields(await api.post("/v1/jobs", json={"handler": "h", "concurrency_key": value}),
+async def test_a_bad_concurrency_key_is_refused_naming_it(h_api, value):
+    assert problem_fields(await h_api.post("/v1/jobs", json={"handler": "h", "concurrency_key": value}),
                           422) == ["concurrency_key"]
-    batch = await api.post("/v1/jobs/batch",
+    batch = await h_api.post("/v1/jobs/batch",
                            json={"jobs": [{"handler": "h"}, {"handler": "h", "concurrency_key": value}]})
     assert problem_fields(batch, 422) == ["jobs[1].concurrency_key"]
 
 
-async def test_a_stateful_job_with_a_key_is_refused(api):
-    response = await api.post("/v1/jobs", json={"handler": "h", "stateful": True, "concurrency_key": "a"})
+async def test_a_stateful_job_with_a_key_is_refused(h_api):
+    response = await h_api.post("/v1/jobs", json={"handler": "h", "stateful": True, "concurrency_key": "a"})
     assert problem_fields(response, 422) == ["concurrency_key"]
-    await register(api, "s", NOWHERE, stateful=True)
-    response = await api.post("/v1/jobs", json={"handler": "s", "concurrency_key": "a"})
+    await register(h_api, "s", NOWHERE, stateful=True)
+    response = await h_api.post("/v1/jobs", json={"handler": "s", "concurrency_key": "a"})
     assert problem_fields(response, 422) == ["concurrency_key"]
 
 
-async def test_the_concurrency_key_is_part_of_an_idempotent_request_only_when_set(api):
-    first = await enqueue(api, idempotency_key="k1", payload=1)
-    again = await api.post("/v1/jobs", json={"handler": "h", "idempotency_key": "k1", "payload": 1})
+async def test_the_concurrency_key_is_part_of_an_idempotent_request_only_when_set(h_api):
+    first = await enqueue(h_api, idempotency_key="k1", payload=1)
+    again = await h_api.post("/v1/jobs", json={"handler": "h", "idempotency_key": "k1", "payload": 1})
     assert again.status_code == 200 and again.json()["id"] == first["id"]
-    other = await api.post("/v1/jobs", json={"handler": "h", "idempotency_key": "k1", "payload": 1,
+    other = await h_api.post("/v1/jobs", json={"handler": "h", "idempotency_key": "k1", "payload": 1,
                                              "concurrency_key": "a"})
     assert problem_fields(other, 422) == ["idempotency_key"]
-    keyed = await enqueue(api, idempotency_key="k2", concurrency_key="a")
-    again = await api.post("/v1/jobs", json={"handler": "h", "idempotency_key": "k2", "concurrency_key": "a"})
+    keyed = await enqueue(h_api, idempotency_key="k2", concurrency_key="a")
+    again = await h_api.post("/v1/jobs", json={"handler": "h", "idempotency_key": "k2", "concurrency_key": "a"})
     assert again.status_code == 200 and again.json()["id"] == keyed["id"]
 
 
-async def keys(api: httpx.AsyncClient, **params: Any) -> dict[str, Any]:
-    response = await api.get("/v1/handlers/h/keys", params=params)
+async def keys(h_api: httpx.AsyncClient, **params: Any) -> dict[str, Any]:
+    response = await h_api.get("/v1/handlers/h/keys", params=params)
     assert response.status_code == 200, response.text
     return response.json()
 
 
-async def test_keys_are_listed_with_their_waiting_and_in_flight_jobs_in_pages(api, db):
-    await register(api, "h", NOWHERE, key_concurrency=1)
+async def test_keys_are_listed_with_their_waiting_and_in_flight_jobs_in_pages(h_api, db):
+    await register(h_api, "h", NOWHERE, key_concurrency=1)
     for key, n in (("a", 3), ("b", 1), ("c", 2)):
         for _ in range(n):
-            await enqueue(api, concurrency_key=key)
-    await enqueue(api)  # no key: not listed
+            await enqueue(h_api, concurrency_key=key)
+    await enqueue(h_api)  # no key: not listed
     await sql(db, "UPDATE job_executions SET state = 'PROCESSING', started_at = now(), locked_by = 'n', "
                   "deadline_at = now() + interval '1 hour' "
                   "WHERE id = (SELECT id FROM job_executions WHERE concurrency_key = 'a' LIMIT 1)")
-    page = await keys(api, limit=2)
+    page = await keys(h_api, limit=2)
     assert [(k["key"], k["waiting"], k["in_flight"], k["paused"]) for k in page["items"]] == [
         ("a", 2, 1, False), ("b", 1, 0, False)]
     assert page["items"][0]["rate"] == {"count": 0, "window_start": None, "next_slot": None}
-    rest = await keys(api, limit=2, cursor=page["next_cursor"])
+    rest = await keys(h_api, limit=2, cursor=page["next_cursor"])
     assert [k["key"] for k in rest["items"]] == ["c"] and rest["next_cursor"] is None
-    assert [k["key"] for k in (await keys(api, state="throttled"))["items"]] == ["a"]  # at key_concurrency
-    assert [k["key"] for k in (await keys(api, state="waiting"))["items"]] == ["a", "b", "c"]
+    assert [k["key"] for k in (await keys(h_api, state="throttled"))["items"]] == ["a"]  # at key_concurrency
+    assert [k["key"] for k in (await keys(h_api, state="waiting"))["items"]] == ["a", "b", "c"]
 
 
-async def test_pausing_a_key_lists_it_paused_and_resuming_wakes_the_claim(api):
-    await enqueue(api, concurrency_key="acme")
-    paused = await api.post("/v1/handlers/h/keys/acme/pause")
+async def test_pausing_a_key_lists_it_paused_and_resuming_wakes_the_claim(h_api):
+    await enqueue(h_api, concurrency_key="acme")
+    paused = await h_api.post("/v1/handlers/h/keys/acme/pause")
     assert paused.status_code == 200 and paused.json()["paused"] is True and paused.json()["waiting"] == 1
     # A key with no jobs yet can be paused too: keys need no registration.
-    assert (await api.post("/v1/handlers/h/keys/later/pause")).json() == {
+    assert (await h_api.post("/v1/handlers/h/keys/later/pause")).json() == {
         "key": "later", "waiting": 0, "in_flight": 0, "rate": {"count": 0, "window_start": None, "next_slot": None},
         "paused": True, "retry_after": None}
-    assert [k["key"] for k in (await keys(api, state="paused"))["items"]] == ["acme", "later"]
-    assert [k["key"] for k in (await keys(api))["items"]] == ["acme", "later"]
-    resumed = await api.post("/v1/handlers/h/keys/acme/resume")
+    assert [k["key"] for k in (await keys(h_api, state="paused"))["items"]] == ["acme", "later"]
+    assert [k["key"] for k in (await keys(h_api))["items"]] == ["acme", "later"]
+    resumed = await h_api.post("/v1/handlers/h/keys/acme/resume")
     assert resumed.json()["paused"] is False
-    assert [k["key"] for k in (await keys(api, state="paused"))["items"]] == ["later"]
+    assert [k["key"] for k in (await keys(h_api, state="paused"))["items"]] == ["later"]
 
 
-async def test_keys_of_an_unknown_handler_are_a_404_and_bad_parameters_a_422(api):
-    problem_fields(await api.get("/v1/handlers/nope/keys"), 404)
-    problem_fields(await api.post("/v1/handlers/nope/keys/a/pause"), 404)
-    assert problem_fields(await api.get("/v1/handlers/h/keys", params={"state": "sleeping"}), 422) == ["state"]
-    assert problem_fields(await api.get("/v1/handlers/h/keys", params={"cursor": "!!"}), 422) == ["cursor"]
-    assert problem_fields(await api.post("/v1/handlers/h/keys/bad key/pause"), 422) == ["key"]
+async def test_keys_of_an_unknown_handler_are_a_404_and_bad_parameters_a_422(h_api):
+    problem_fields(await h_api.get("/v1/handlers/nope/keys"), 404)
+    problem_fields(await h_api.post("/v1/handlers/nope/keys/a/pause"), 404)
+    assert problem_fields(await h_api.get("/v1/handlers/h/keys", params={"state": "sleeping"}), 422) == ["state"]
+    assert problem_fields(await h_api.get("/v1/handlers/h/keys", params={"cursor": "!!"}), 422) == ["cursor"]
+    assert problem_fields(await h_api.post("/v1/handlers/h/keys/bad key/pause"), 422) == ["key"]
 
 
-async def test_a_handler_shows_its_circuit_and_its_adaptive_limit(api, db):
-    body = await register(api, "h", NOWHERE)
+async def test_a_handler_shows_its_circuit_and_its_adaptive_limit(h_api, db):
+    body = await register(h_api, "h", NOWHERE)
     assert body["circuit"] == {"state": "closed", "until": None, "failures": 0} and body["adaptive"] is None
-    body = await register(api, "h", NOWHERE, max_concurrency=10, adaptive=True)
+    body = await register(h_api, "h", NOWHERE, max_concurrency=10, adaptive=True)
     assert body["adaptive"] == {"limit": 4, "since": None}  # not started: its first claim's limit
     await sql(db, "INSERT INTO job_handler_flow (handler, circuit_state, circuit_until, circuit_failures, "
                   "adaptive_limit, adaptive_since) VALUES ('h', 'open', now() + interval '1 minute', 5, 2, now())")
-    body = (await api.get("/v1/handlers/h")).json()
+    body = (await h_api.get("/v1/handlers/h")).json()
     assert body["circuit"]["state"] == "open" and body["circuit"]["failures"] == 5 and body["circuit"]["until"]
     assert body["adaptive"]["limit"] == 2 and body["adaptive"]["since"]
-    metrics = (await api.get("/metrics")).text
+    metrics = (await h_api.get("/metrics")).text
     assert 'jobwire_handler_circuit{handler="h",state="open"} 1.0' in metrics
     assert 'jobwire_handler_circuit{handler="h",state="closed"} 0.0' in metrics
     assert 'jobwire_handler_circuit_failures{handler="h"} 5.0' in metrics
     assert 'jobwire_handler_adaptive_limit{handler="h"} 2.0' in metrics
 
 
-async def test_adaptive_needs_max_concurrency(api):
-    response = await api.put("/v1/handlers/h", json={"url": NOWHERE, "adaptive": True})
+async def test_adaptive_needs_max_concurrency(h_api):
+    response = await h_api.put("/v1/handlers/h", json={"url": NOWHERE, "adaptive": True})
     assert problem_fields(response, 422) == ["adaptive"]

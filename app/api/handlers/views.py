@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.domain.handlers import Handler, RateLimit
+from app.domain.handlers import Handler
 from app.domain.keys import KeyStatus
 from app.domain.handler_secrets import NewHandlerSecret
 
@@ -17,8 +17,8 @@ def handler_view(h: Handler, *, with_secret: bool = False) -> dict[str, Any]:
         "max_concurrency": h.max_concurrency,
         "stateful": h.stateful,
         "key_concurrency": h.key_concurrency,
-        "rate_limit": _rate(h.rate_limit),
-        "key_rate_limit": _rate(h.key_rate_limit),
+        "rate_limit": h.rate_limit and h.rate_limit.document(),
+        "key_rate_limit": h.key_rate_limit and h.key_rate_limit.document(),
         "circuit": {"state": h.circuit.state.value, "until": h.circuit.until, "failures": h.circuit.failures},
         "adaptive": None if not h.adaptive else {"limit": h.adaptive_limit, "since": h.adaptive_since},
         "created_at": h.created_at,
@@ -28,10 +28,6 @@ def handler_view(h: Handler, *, with_secret: bool = False) -> dict[str, Any]:
     if with_secret:
         view["secret"] = h.secret
     return view
-
-
-def _rate(limit: RateLimit | None) -> dict[str, Any] | None:
-    return None if limit is None else {"limit": limit.limit, "period_seconds": limit.period_seconds}
 
 
 def key_view(k: KeyStatus) -> dict[str, Any]:

@@ -3,6 +3,11 @@
 -- first needed (a handler deleted meanwhile gets none) and locked in key order, so two nodes
 -- recording replies of the same handlers wait for each other instead of deadlocking.
 
+-- fragment: adaptive_set
+-- An adaptive limiter's new state, from the input row `i` of a save.
+adaptive_limit = i.adaptive_limit, adaptive_since = i.adaptive_since, adaptive_successes = i.adaptive_successes,
+adaptive_slow_start = i.adaptive_slow_start, refusals = i.refusals
+
 -- name: flow_handlers_make
 INSERT INTO job_handler_flow (handler)
 SELECT h.name FROM job_handlers h WHERE h.name = ANY(CAST(:handlers AS text[])) ORDER BY h.name
@@ -20,9 +25,7 @@ FOR NO KEY UPDATE OF f
 -- name: flow_handlers_save
 UPDATE job_handler_flow f
 SET circuit_state = i.circuit_state, circuit_until = i.circuit_until, circuit_failures = i.circuit_failures,
-    circuit_open_seconds = i.circuit_open_seconds, adaptive_limit = i.adaptive_limit,
-    adaptive_since = i.adaptive_since, adaptive_successes = i.adaptive_successes,
-    adaptive_slow_start = i.adaptive_slow_start, refusals = i.refusals,
+    circuit_open_seconds = i.circuit_open_seconds, $adaptive_set,
     retry_after = CASE WHEN i.retry_seconds IS NULL THEN f.retry_after
                        ELSE GREATEST(f.retry_after, now() + make_interval(secs => i.retry_seconds)) END,
     updated_at = now()
@@ -54,8 +57,7 @@ FOR NO KEY UPDATE OF k
 
 -- name: flow_keys_save
 UPDATE job_keys k
-SET adaptive_limit = i.adaptive_limit, adaptive_since = i.adaptive_since, adaptive_successes = i.adaptive_successes,
-    adaptive_slow_start = i.adaptive_slow_start, refusals = i.refusals,
+SET $adaptive_set,
     retry_after = CASE WHEN i.retry_seconds IS NULL THEN k.retry_after
                        ELSE GREATEST(k.retry_after, now() + make_interval(secs => i.retry_seconds)) END,
     updated_at = now()

@@ -1,5 +1,14 @@
 -- Named statements for job_handlers and job_meta, parsed once by app/db/queries.py.
 
+-- fragment: handler_columns
+-- A handler as rows.handler_from reads it: job_handlers `h` and its flow state `f` (a LEFT JOIN of
+-- job_handler_flow; a handler without one has a closed circuit).
+h.name, h.url, h.timeout_seconds, h.max_concurrency, h.stateful, h.created_at, h.updated_at,
+h.key_concurrency, h.rate_limit, h.key_rate_limit, h.adaptive,
+COALESCE(f.circuit_state, 'closed') AS circuit_state,
+CASE WHEN f.circuit_state <> 'closed' THEN f.circuit_until END AS circuit_until,
+COALESCE(f.circuit_failures, 0) AS circuit_failures, f.adaptive_limit, f.adaptive_since
+
 -- name: handler_upsert
 -- PUT semantics: the caller's definition replaces the stored one; the secret (:secret, as stored:
 -- whsec_… or jwenc1:…) is minted on insert only, as the handler's first signing secret, in
@@ -20,28 +29,16 @@ WITH h AS (
 ), first_secret AS (
     INSERT INTO job_handler_secrets (handler, secret) SELECT h.name, :secret FROM h WHERE h.created
 )
-SELECT h.name, h.url, h.timeout_seconds, h.max_concurrency, h.stateful, h.created_at, h.updated_at,
-       h.key_concurrency, h.rate_limit, h.key_rate_limit, h.adaptive,
-       COALESCE(f.circuit_state, 'closed') AS circuit_state,
-       CASE WHEN f.circuit_state <> 'closed' THEN f.circuit_until END AS circuit_until,
-       COALESCE(f.circuit_failures, 0) AS circuit_failures, f.adaptive_limit, f.adaptive_since, h.created
+SELECT $handler_columns, h.created
 FROM h LEFT JOIN job_handler_flow f ON f.handler = h.name
 
 -- name: handler_get
-SELECT h.name, h.url, h.timeout_seconds, h.max_concurrency, h.stateful, h.created_at, h.updated_at,
-       h.key_concurrency, h.rate_limit, h.key_rate_limit, h.adaptive,
-       COALESCE(f.circuit_state, 'closed') AS circuit_state,
-       CASE WHEN f.circuit_state <> 'closed' THEN f.circuit_until END AS circuit_until,
-       COALESCE(f.circuit_failures, 0) AS circuit_failures, f.adaptive_limit, f.adaptive_since
+SELECT $handler_columns
 FROM job_handlers h LEFT JOIN job_handler_flow f ON f.handler = h.name
 WHERE h.name = :name
 
 -- name: handlers_list
-SELECT h.name, h.url, h.timeout_seconds, h.max_concurrency, h.stateful, h.created_at, h.updated_at,
-       h.key_concurrency, h.rate_limit, h.key_rate_limit, h.adaptive,
-       COALESCE(f.circuit_state, 'closed') AS circuit_state,
-       CASE WHEN f.circuit_state <> 'closed' THEN f.circuit_until END AS circuit_until,
-       COALESCE(f.circuit_failures, 0) AS circuit_failures, f.adaptive_limit, f.adaptive_since
+SELECT $handler_columns
 FROM job_handlers h LEFT JOIN job_handler_flow f ON f.handler = h.name
 ORDER BY h.name
 
