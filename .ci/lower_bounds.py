@@ -1,6 +1,6 @@
 """The constraints that install every direct dependency at its declared floor, printed for pip's `-c`.
 
-The floors have one owner, the pyproject files: this reads the service's runtime and test
+The floors have one owner, the pyproject files: this reads the service's runtime, test and `otel`
 dependencies and the SDK's runtime and optional ones, and pins each at its `>=` bound (or its `==`
 pin). CI installs the service and the SDK with these constraints in a second venv and runs the unit
 tests there, so a floor that does not install, or does not work, fails CI.
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 # Each pyproject with the optional groups the floor venv installs. The bench extra is left out: it
 # pins the peers the benchmark compares against and is no part of running or testing Jobwire.
 SOURCES: tuple[tuple[Path, tuple[str, ...]], ...] = (
-    (REPO / "pyproject.toml", ("test",)),
+    (REPO / "pyproject.toml", ("test", "otel")),
     (REPO / "sdk" / "python" / "pyproject.toml", ("asyncpg", "psycopg")),
 )
 

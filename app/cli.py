@@ -83,6 +83,7 @@ def _node(args: argparse.Namespace, *, dev: bool) -> None:
 
     import uvicorn
 
+    from app.api.draining import begin_draining
     from app.main import announce, create_app
     from app.startup import bind, listen_failure
 
@@ -102,6 +103,9 @@ def _node(args: argparse.Namespace, *, dev: bool) -> None:
                     self._loop.call_soon_threadsafe(cut_short.set)
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            # uvicorn now waits for every open response before the lifespan's shutdown: the event
+            # streams, which never end by themselves, end first (app/api/draining.py).
+            begin_draining(app)
             await super().shutdown(sockets)
             # uvicorn skips the application's shutdown after a second Ctrl-C; the node's (abandon
             # what is in flight, forget its heartbeat, stop the embedded PostgreSQL) must run.

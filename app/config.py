@@ -77,8 +77,18 @@ class Settings(BaseSettings):
     shutdown_grace: float = Field(30.0, ge=0, description="drain time on SIGTERM, seconds")
     max_payload_bytes: int = Field(1_048_576, ge=1, description="one job's payload + parameters + metadata")
     max_request_bytes: int = Field(16_777_216, ge=1, description="any request body")
+    event_concurrency: int = Field(16, ge=1, le=1000, description="event deliveries in flight per node")
+    event_retry_seconds: float = Field(86_400.0, gt=0, le=30 * 86400, description="seconds an event delivery "
+                                       "is retried (1 s, doubling to 10 minutes) before it is dead")
+    event_disable_after: float = Field(432_000.0, gt=0, description="seconds a subscription may fail without a "
+                                       "success before it is disabled (a PUT enables it again)")
     log_format: Literal["text", "json"] = Field(
         "text", description="log lines: text (the message, then key=value fields) or json (one object per line)")
+    otel: bool = Field(
+        False, description="OpenTelemetry traces and metrics (the `otel` extra: pip install 'jobwire[otel]'): a span "
+        "per enqueue, dispatch and completion callback, and histograms of queue wait and call duration, on the "
+        "global providers the application's OpenTelemetry SDK set-up (or opentelemetry-instrument) sets. Off, none "
+        "of it is imported or run")
     secret_key: SecretStr | None = Field(
         None, description="Fernet key (32 bytes, URL-safe base64) that encrypts every secret at rest: handlers' "
         "signing secrets and the callback-token server key; a start-up with it encrypts what is still plain. "

@@ -9,6 +9,7 @@ import secrets
 import string
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
@@ -28,6 +29,10 @@ from app.domain.metrics import NodeCounters
 from app.domain.address_policy import SETTING as NETWORKS_SETTING
 from app.domain.address_policy import InvalidNetworks, NetworkPolicy, parse_networks
 from app.pruner.pruner import Pruner, PrunerConfig
+from app.deliverer.deliverer import DelivererConfig, EventDeliverer
+from app.domain.subscriptions import MAX_ANSWER_BYTES
+from app.services.event_delivery import DeliveryConfig, EventDeliveryService
+from app.services.subscriptions import SubscriptionService
 from app.scheduler.scheduler import Scheduler, SchedulerConfig
 from app.domain.retry import RetryPolicy
 from app.delivery.secret_cipher import SecretCipher
@@ -52,6 +57,9 @@ from app.services.schedules import ScheduleLimits, ScheduleService
 from app.services.secrets_at_rest import seal_secrets_at_rest
 from app.services.scheduling import SchedulingConfig, SchedulingService
 from app.startup import StartupFailure, database_failure, secret_key_failure
+
+if TYPE_CHECKING:  # imported with JOBWIRE_OTEL only (open_telemetry)
+    from app.delivery.telemetry import Telemetry
 
 log = logging.getLogger("jobwire")
 _ALPHABET = string.ascii_lowercase + string.digits
@@ -157,13 +165,28 @@ async def warn_of_default_public_url(settings: Settings, coordination: Coordinat
                     extra=fields(node=node_id, public_url=settings.effective_public_url, other_nodes=len(others)))
 
 
+def open_telemetry(settings: Settings) -> Telemetry | None:
+    """JOBWIRE_OTEL: the node's spans and histograms on OpenTelemetry's global providers; None
+    when off (no module imports the API then). A StartupFailure naming it without the API."""
+    if not settings.otel:
+        return None
+    try:
+        from app.delivery.telemetry import Telemetry
+    except ImportError as exc:
+        raise StartupFailure("JOBWIRE_OTEL", f"the OpenTelemetry API is not installed ({exc}): "
+                                             "pip install 'jobwire[otel]', or unset JOBWIRE_OTEL") from exc
+    return Telemetry()
+
+
 def create_app(settings: Settings | None = None, *, background: bool = True,
-               resolver: Resolver = system_resolver, environ: Mapping[str, str] | None = None) -> FastAPI:
+               resolver: Resolver = system_resolver, environ: Mapping[str, str] | None = None,
+               telemetry: Telemetry | None = None) -> FastAPI:
     """The Jobwire application. background=False serves the API alone (no dispatcher, no
     coordinator loops): for tests that share one server while emptying its tables. `resolver`:
     how the dispatch clients resolve handler hosts (tests inject names of their own). `environ`:
     the operator's environment, checked for a client's variable that protects nothing
-    (`jobwire serve` passes os.environ)."""
+    (`jobwire serve` passes os.environ). `telemetry`: spans and histograms on providers of the
+    caller's (tests); else JOBWIRE_OTEL decides (open_telemetry)."""
     environ = environ or {}
     settings = settings or Settings()
 
@@ -172,6 +195,7 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
         node_id = new_node_id(settings.node_name)
         with recorded_failure(app):
             networks = handler_networks(settings)
+            traces = telemetry or open_telemetry(settings)
             url, embedded = await resolve_database_url(settings)
         node = {"node": node_id, "public_url": settings.effective_public_url,
                 "database": "embedded" if embedded else "external"}
@@ -193,12 +217,14 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
                             default_timeout=settings.execution_timeout),
             )
             counters = NodeCounters()
-            callbacks = CallbackService(db, server_key, outcomes, settings.execution_timeout, counters=counters)
+            callbacks = CallbackService(db, server_key, outcomes, settings.execution_timeout, counters=counters,
+                                        telemetry=traces)
             coordination = CoordinationService(
                 db, CoordinationConfig(node_id=node_id, heartbeat_timeout=settings.heartbeat_timeout,
                                        queues=tuple(settings.queues) or None))
             app.state.services = Services(
-                enqueue=EnqueueService(db, EnqueueLimits(settings.max_payload_bytes), counters=counters),
+                enqueue=EnqueueService(db, EnqueueLimits(settings.max_payload_bytes), counters=counters,
+                                       telemetry=traces),
                 executions=ExecutionService(db),
                 handlers=HandlerService(db, cipher=cipher, networks=networks),
                 callbacks=callbacks,
@@ -212,6 +238,8 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
                 blockers=BlockerService(db, settings.heartbeat_timeout),
                 keys=KeyService(db),
                 events=EventFeedService(db),
+                subscriptions=SubscriptionService(db, cipher=cipher, networks=networks,
+                                                  retry_seconds=settings.event_retry_seconds),
             )
             app.state.node_id = node_id
             # Database keys and whether the API is open (app/api/auth.py); bootstrap keys: create_api.
@@ -234,6 +262,7 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
                 counters,
                 expect_deadline=coordinator.expect_deadline,
                 cipher=cipher,
+                telemetry=traces,
             )
             counters.in_flight = lambda: dispatcher.in_flight
             listener = NotifyListener(asyncpg_dsn(url), db.notify_channel, dispatcher.wake,
@@ -250,6 +279,20 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
             app.state.coordinator = coordinator
             app.state.scheduler = scheduler
             app.state.pruner = pruner
+            # Event deliveries: a client of their own (JOBWIRE_EVENT_CONCURRENCY connections, answers
+            # read up to 64 KiB), never the handlers' pool.
+            event_transport = transport_class(settings.event_concurrency, MAX_ANSWER_BYTES, networks=networks,
+                                              resolver=resolver)
+            deliverer = EventDeliverer(
+                DelivererConfig(concurrency=settings.event_concurrency),
+                EventDeliveryService(db, DeliveryConfig(retry_seconds=settings.event_retry_seconds,
+                                                        disable_after=settings.event_disable_after,
+                                                        keep_delivered=settings.retention_succeeded,
+                                                        keep_dead=settings.retention_failed)),
+                event_transport,
+                cipher,
+            )
+            app.state.deliverer = deliverer
             if background:
                 await coordinator.start()  # the first heartbeat precedes the first claim
                 await warn_of_default_public_url(settings, coordination, node_id)
@@ -257,6 +300,7 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
                 listener.start()
                 scheduler.start()
                 pruner.start()
+                deliverer.start()
             app.state.node_fields = node
             # Set by `jobwire serve` on a second interrupt: the drain below stops waiting.
             app.state.cut_short = asyncio.Event()
@@ -271,9 +315,11 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
                 if background:
                     await scheduler.stop()
                     await pruner.stop()
+                    await deliverer.stop(min(settings.shutdown_grace, 10.0))
                     await dispatcher.stop(settings.shutdown_grace, app.state.cut_short)
                     await coordinator.stop()
                 await transport.close()
+                await event_transport.close()
                 await db.close()
         finally:
             if embedded is not None:

@@ -9,7 +9,9 @@ own (the usual steps' node is stopped by then, so each step has the server to it
 - claim_history (bench/claim_history.py): the claim with --history-rows finished rows, beside
   the same backlog with none;
 - flow (bench/flow.py): a drain over 1,000 concurrency keys beside a plain one, the claim with
-  10,000 keys due beside a plain backlog, a rate limit's measured rate.
+  10,000 keys due beside a plain backlog, a rate limit's measured rate;
+- events (bench/events.py): the drain with a subscription to every event type beside one
+  without, and how long after it the last event reached the subscriber.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ async def run_steps(server: Server, args: argparse.Namespace, steps: list[str],
 
         out["counts"] = res = await counts(server, args.counts_rows, args.counts_requests, log)
         log(f"counts: history {_brief(res['history'])}; empty {_brief(res['empty'])}")
-    handler = await start_handler() if {"saturation", "drain_pruning", "flow"} & set(steps) else None
+    handler = await start_handler() if {"saturation", "drain_pruning", "flow", "events"} & set(steps) else None
     try:
         if "saturation" in steps:
             from bench.saturation import saturation
@@ -52,6 +54,11 @@ async def run_steps(server: Server, args: argparse.Namespace, steps: list[str],
             assert handler is not None
             out["flow"] = await flow(server, args.jobs, args.runs, args.concurrency, handler, args.claim_batch,
                                      args.claim_reps, log, keys=1_000 if args.quick else 10_000)
+        if "events" in steps:
+            from bench.events import events
+
+            assert handler is not None
+            out["events"] = await events(server, args.jobs, args.runs, args.concurrency, handler, log)
     finally:
         if handler is not None:
             handler.stop()

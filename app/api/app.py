@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.staticfiles import StaticFiles
 
-from app.api import errors
+from app.api import draining, errors
 from app.api.api_keys.routes import router as api_keys
 from app.api.auth import ManagementRoute
 from app.api.body import BodyLimitMiddleware, StrictJSONRoute
@@ -32,6 +32,7 @@ from app.api.nodes.routes import router as nodes
 from app.api.queues.routes import router as queues
 from app.api.responses import Problem, problem_response, problems
 from app.api.schedules.routes import router as schedules
+from app.api.subscriptions.routes import router as subscriptions
 from app.api.tags import TAGS
 from app.api.webhooks.routes import router as webhooks
 from app.domain.access import Scope, granting
@@ -45,7 +46,8 @@ errors carry `errors: [{field, message}]`. Management routes take `Authorization
 callback token (`CallbackToken`); health, readiness and metrics take nothing.
 """
 
-MANAGEMENT_ROUTERS = (handlers, jobs, bulk_executions, executions, events, nodes, queues, schedules, api_keys)
+MANAGEMENT_ROUTERS = (handlers, jobs, bulk_executions, executions, events, subscriptions, nodes, queues, schedules,
+                      api_keys)
 
 
 def create_api(
@@ -57,6 +59,7 @@ def create_api(
     app = FastAPI(title="Jobwire", version="0.1.0", description=DESCRIPTION, lifespan=lifespan,
                   docs_url=None, redoc_url=None, openapi_tags=TAGS)
     app.state.api_keys = tuple(k.encode() for k in api_keys)
+    draining.install(app)  # set as the node's shutdown begins: the event streams end (app/api/draining.py)
     errors.install(app)
 
     # The API key and its scope are checked in one place: ManagementRoute, the route class of every

@@ -25,7 +25,7 @@ from starlette.requests import Request
 
 from app.api.body import StrictJSONRoute
 from app.domain.access import FULL_ACCESS, Principal, Scope
-from app.domain.errors import Unauthenticated
+from app.domain.errors import Forbidden, Unauthenticated
 from app.services.api_keys import ApiKeyService
 
 E = TypeVar("E", bound=Callable[..., object])
@@ -103,6 +103,19 @@ async def authenticate(request: Request) -> Principal:
     if token is None:
         raise Unauthenticated("an API key is required: Authorization: Bearer <key>")
     raise Unauthenticated("the API key is not valid")
+
+
+async def still_authorized(request: Request, scope: Scope) -> bool:
+    """Whether the request's key still stands as ManagementRoute authorized it, for a response
+    that lasts (the event stream): not deleted, still granting `scope`, the same scopes and queues;
+    a request without a key, while the API is still open. Read through ApiKeyService's cache, so a
+    deleted key fails within its `cache_seconds` (and asking often costs no database round trip)."""
+    try:
+        principal = await authenticate(request)
+        principal.require(scope)
+    except (Unauthenticated, Forbidden):
+        return False
+    return principal == request.state.principal
 
 
 def principal_of(request: Request) -> Principal:

@@ -20,6 +20,7 @@ from app.services.metrics import MetricsService
 from app.services.queues import QueueService
 from app.services.retention import PurgeService
 from app.services.schedules import ScheduleService
+from app.services.subscriptions import SubscriptionService
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,7 @@ class Services:
     blockers: BlockerService
     keys: KeyService
     events: EventFeedService
+    subscriptions: SubscriptionService
 
 
 def services_of(request: Request) -> Services:

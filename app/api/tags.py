@@ -19,10 +19,15 @@ TAGS: list[dict[str, Any]] = [
     {"name": "queues", "description": "The queues executions wait in: counts and the age of the oldest due job; "
                                       "pause and resume claiming."},
     {"name": "events", "description": "The feed of every execution's transition events, resumable from a cursor "
-                                      "without a gap."},
+                                      "without a gap: a page at a time, or as server-sent events."},
+    {"name": "subscriptions", "description": "Subscribers of the event feed: each event they want is POSTed to them, "
+                                             "signed (Standard Webhooks), at least once; their deliveries, sent "
+                                             "again one by one or over a window (recover)."},
     {"name": "nodes", "description": "The live Jobwire nodes and their in-flight calls."},
     {"name": "api-keys", "description": "API keys kept in the database, with scopes and queues (admin only)."},
     {"name": "health", "description": "Liveness, readiness and Prometheus metrics: no credentials."},
     {"name": "dispatch", "description": "What Jobwire sends to a handler (the `webhooks` section): the signed POST of "
                                         "each attempt and the replies it understands."},
+    {"name": "event-delivery", "description": "What Jobwire sends to a subscriber (the `webhooks` section): one "
+                                              "signed POST per event, retried until a 2xx."},
 ]

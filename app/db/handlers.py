@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from uuid import UUID
 
 from app.db.database import Connection
 from app.db.queries import load
-from app.db.rows import handler_from, handler_secret_from
+from app.db.rows import handler_from
+from app.db.signing_secrets import HANDLER_SECRETS
 from app.db.statements import execute, fetch, fetchrow, fetchval, json_param
 from app.domain.handlers import Handler, RateLimit
-from app.domain.handler_secrets import HandlerSecret, StoredSecret
 
 Q = load("handlers.sql")
 
@@ -32,6 +31,8 @@ class HandlerGauges:
 
 
 class HandlerRepository:
+    secrets = HANDLER_SECRETS  # its signing secrets
+
     async def upsert(
         self,
         conn: Connection,
@@ -55,65 +56,25 @@ class HandlerRepository:
                              rate_limit=json_param(rate_limit and rate_limit.document()),
                              key_rate_limit=json_param(key_rate_limit and key_rate_limit.document()), adaptive=adaptive)
         assert row is not None
-        secrets = await self.secrets_of(conn, [name])
+        secrets = await self.secrets.of(conn, [name])
         return handler_from(row, secrets.get(name, ())), bool(row["created"])
 
     async def get(self, conn: Connection, name: str) -> Handler | None:
         row = await fetchrow(conn, Q["handler_get"], name=name)
         if row is None:
             return None
-        secrets = await self.secrets_of(conn, [name])
+        secrets = await self.secrets.of(conn, [name])
         return handler_from(row, secrets.get(name, ()))
 
     async def list(self, conn: Connection) -> list[Handler]:
         rows = await fetch(conn, Q["handlers_list"])
-        secrets = await self.secrets_of(conn, [r["name"] for r in rows]) if rows else {}
+        secrets = await self.secrets.of(conn, [r["name"] for r in rows]) if rows else {}
         return [handler_from(r, secrets.get(r["name"], ())) for r in rows]
 
     async def flow_gauges(self, conn: Connection) -> list[HandlerGauges]:
         return [HandlerGauges(handler=r["name"], circuit_state=r["circuit_state"], circuit_failures=r["failures"],
                               adaptive_limit=r["adaptive_limit"])
                 for r in await fetch(conn, Q["handlers_flow_gauges"])]
-
-    async def secrets_of(self, conn: Connection, names: Sequence[str]) -> dict[str, tuple[HandlerSecret, ...]]:
-        """name → its secrets that still sign, newest first (never their values)."""
-        found: dict[str, list[HandlerSecret]] = {}
-        for r in await fetch(conn, Q["handler_secrets_list"], names=list(names)):
-            found.setdefault(r["handler"], []).append(handler_secret_from(r))
-        return {name: tuple(items) for name, items in found.items()}
-
-    async def lock_for_secrets(self, conn: Connection, name: str) -> bool:
-        """Hold the handler's row until commit (one rotation at a time); False when there is none."""
-        return await fetchrow(conn, Q["handler_lock_for_secrets"], name=name) is not None
-
-    async def add_secret(self, conn: Connection, name: str, stored: str,
-                         expire_others_after: float | None) -> HandlerSecret:
-        """Run after lock_for_secrets: a new secret (as stored); the others expire after
-        `expire_others_after` seconds when given."""
-        row = await fetchrow(conn, Q["handler_secret_add"], name=name, secret=stored,
-                             expire_after=None if expire_others_after is None else float(expire_others_after))
-        assert row is not None
-        return handler_secret_from(row)
-
-    async def delete_secret(self, conn: Connection, name: str, secret_id: UUID) -> tuple[bool, bool]:
-        """Run after lock_for_secrets: (found, deleted); found and not deleted means it is the
-        handler's last secret without an expiry."""
-        row = await fetchrow(conn, Q["handler_secret_delete"], name=name, id=secret_id)
-        assert row is not None
-        return bool(row["found"]), bool(row["deleted"])
-
-    async def stored_secrets(self, conn: Connection) -> list[StoredSecret]:
-        """Every signing secret as stored (whsec_… or jwenc1:…), expired ones included."""
-        rows = await fetch(conn, Q["handler_secrets_stored"])
-        return [StoredSecret(r["id"], r["handler"], r["secret"]) for r in rows]
-
-    async def reseal_secrets(self, conn: Connection, changes: Sequence[tuple[StoredSecret, str]]) -> int:
-        """Store each secret in its new form where it is still as read; how many this call changed."""
-        if not changes:
-            return 0
-        rows = await fetch(conn, Q["handler_secrets_reseal"], ids=[old.id for old, _ in changes],
-                           stored=[old.stored for old, _ in changes], sealed=[new for _, new in changes])
-        return len(rows)
 
     async def clear_legacy_secrets(self, conn: Connection) -> int:
         """Empty the deprecated job_handlers.secret column; how many rows held a copy."""

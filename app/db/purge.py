@@ -10,10 +10,11 @@ from uuid import UUID
 
 from app.db.database import Connection
 from app.db.queries import load
+from app.db.subscriptions import DELIVER_DELETED
 from app.db.statements import execute, fetch
 from app.domain.states import PURGE_FROM
 
-Q = load("purge.sql")
+Q = load("purge.sql", deliver_deleted=DELIVER_DELETED)
 
 
 class PurgeRepository:

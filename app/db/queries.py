@@ -63,26 +63,40 @@ def _expand(sql: str) -> str:
     )
 
 
-def parse(source: str) -> dict[str, str]:
+def parse(source: str, given: dict[str, str] | None = None) -> dict[str, str]:
     """Split a .sql file on `-- name: x` headers; returns name → SQL (comments kept).
 
-    A `-- fragment: y` section is not a statement: `$y` in a statement is replaced by it.
+    A `-- fragment: y` section is not a statement: `$y` in a statement is replaced by it, as it is
+    by `given[y]` (a file written once for several tables names them so).
     """
+    sections = _sections(source)
+    fragments = {name: body.strip() for kind, name, body in sections if kind == "fragment"} | (given or {})
+    return {name: _expand(_include(body, fragments)).strip() for kind, name, body in sections if kind == "name"}
+
+
+def _sections(source: str) -> list[tuple[str, str, str]]:
     chunks = _HEADER.split(source)
-    sections = list(zip(chunks[1::3], chunks[2::3], chunks[3::3], strict=True))
-    fragments = {name: body.strip() for kind, name, body in sections if kind == "fragment"}
-
-    def include(body: str) -> str:
-        for _ in range(10):  # fragments may use fragments
-            expanded = _FRAGMENT_USE.sub(lambda m: fragments.get(m[1], m[0]), body)
-            if expanded == body:
-                return expanded
-            body = expanded
-        raise ValueError("fragments nest too deep (a cycle?)")
-
-    return {name: _expand(include(body)).strip() for kind, name, body in sections if kind == "name"}
+    return list(zip(chunks[1::3], chunks[2::3], chunks[3::3], strict=True))
 
 
-def load(filename: str) -> dict[str, Statement]:
+def _include(body: str, fragments: dict[str, str]) -> str:
+    for _ in range(10):  # fragments may use fragments
+        expanded = _FRAGMENT_USE.sub(lambda m: fragments.get(m[1], m[0]), body)
+        if expanded == body:
+            return expanded
+        body = expanded
+    raise ValueError("fragments nest too deep (a cycle?)")
+
+
+def fragment(filename: str, name: str, **given: str) -> str:
+    """A fragment of app/db/sql/<filename>, the fragments it uses expanded (theirs, and `given`),
+    for another file's statements (`load(…, name=fragment(…))`)."""
     source = (resources.files("app.db") / "sql" / filename).read_text(encoding="utf-8")
-    return {name: Statement(sql, name) for name, sql in parse(source).items()}
+    fragments = {found: body.strip() for kind, found, body in _sections(source) if kind == "fragment"} | given
+    return _include(fragments[name], fragments)
+
+
+def load(filename: str, **given: str) -> dict[str, Statement]:
+    """The statements of app/db/sql/<filename>; `given`: fragments from the caller."""
+    source = (resources.files("app.db") / "sql" / filename).read_text(encoding="utf-8")
+    return {name: Statement(sql, name) for name, sql in parse(source, given).items()}

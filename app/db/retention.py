@@ -12,10 +12,11 @@ from uuid import UUID
 
 from app.db.database import Connection
 from app.db.queries import load
+from app.db.subscriptions import DELIVER_DELETED
 from app.db.statements import fetchrow
 from app.domain.states import JobState
 
-Q = load("retention.sql")
+Q = load("retention.sql", deliver_deleted=DELIVER_DELETED)
 # The states the pruner deletes from (ABANDONED: CRON fires only, which the statement checks).
 PRUNABLE = (JobState.SUCCEEDED, JobState.CANCELLED, JobState.DEAD_LETTER, JobState.ABANDONED)
 

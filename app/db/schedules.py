@@ -6,12 +6,13 @@ from datetime import datetime
 
 from app.db.database import Connection
 from app.db.queries import load
+from app.db.subscriptions import DELIVER_DELETED
 from app.db.rows import execution_from, schedule_from
 from app.db.statements import execute, fetch, fetchrow, fetchval, json_param
 from app.domain.executions import Execution
 from app.domain.schedules import FireSlot, Schedule, ScheduleSpec
 
-Q = load("schedules.sql")
+Q = load("schedules.sql", deliver_deleted=DELIVER_DELETED)
 
 
 def _queue_list(queues: frozenset[str] | None) -> list[str] | None:

@@ -165,6 +165,8 @@ job_events = Table(
 )
 Index("ix_job_events_execution", job_events.c.execution_id, job_events.c.id)
 Index("ix_job_events_feed", job_events.c.xact, job_events.c.id, postgresql_where=text("type IS NOT NULL"))
+# Revision 20261202_0016: the typed rows by time (POST /v1/subscriptions/{name}/recover, charts of outcomes).
+Index("ix_job_events_occurred_at", job_events.c.occurred_at, postgresql_where=text("type IS NOT NULL"))
 
 job_schedules = Table(
     "job_schedules",
@@ -353,3 +355,88 @@ job_meta = Table(
     Column("key", Text, primary_key=True),
     Column("value", Text, nullable=False),
 )
+
+# Revision 20261202_0016: event subscriptions (PUT /v1/subscriptions/{name}). Each follows the
+# event feed from its own position (pos_xact, pos_id), as GET /v1/events does: a node's pump
+# reads the typed job_events rows after it, writes a delivery per matching event and moves it on,
+# in one transaction. `since` is the snapshot of the creating transaction (pg_snapshot as text):
+# an event whose transaction it shows as committed came before the subscription and is skipped.
+# The delivery state of the subscriber as a whole: failing_since (set by a failed try, cleared
+# by a success), failures in a row, retry_at (the next probe while failing), the last error.
+job_subscriptions = Table(
+    "job_subscriptions",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("url", Text, nullable=False),
+    Column("types", ARRAY(Text)),  # NULL: every type
+    Column("queues", ARRAY(Text)),  # NULL: every queue
+    Column("handlers", ARRAY(Text)),  # NULL: every handler
+    Column("state", Text, nullable=False, server_default=text("'enabled'")),
+    Column("since", Text, nullable=False),
+    Column("pos_xact", BigInteger, nullable=False),
+    Column("pos_id", BigInteger, nullable=False, server_default=text("0")),
+    Column("failing_since", TS),
+    Column("failures", Integer, nullable=False, server_default=text("0")),
+    Column("retry_at", TS),
+    Column("last_error", Text),
+    Column("disabled_at", TS),
+    Column("created_at", TS, nullable=False, server_default=NOW),
+    Column("updated_at", TS, nullable=False, server_default=NOW),
+    CheckConstraint("state IN ('enabled', 'disabled')", name="state"),
+)
+
+# Revision 20261202_0016: a subscription's signing secrets, as job_handler_secrets are a handler's.
+job_subscription_secrets = Table(
+    "job_subscription_secrets",
+    metadata,
+    Column("id", UUID(as_uuid=True), primary_key=True, server_default=text("jobwire_uuid7()")),
+    Column("subscription", Text, ForeignKey("job_subscriptions.name", ondelete="CASCADE"), nullable=False),
+    Column("secret", Text, nullable=False),
+    Column("created_at", TS, nullable=False, server_default=NOW),
+    Column("expires_at", TS),
+)
+Index("ix_job_subscription_secrets_subscription", job_subscription_secrets.c.subscription,
+      job_subscription_secrets.c.created_at)
+
+# Revision 20261202_0016: one event to one subscriber. The row holds the item it sends (the event's
+# id, type, time and curated data), so it outlives the execution and the event row. Open while
+# `pending` (never tried) or `failed` (tried, to be tried again at next_try_at, until deadline_at);
+# then `delivered` or `dead`. leased_until: a node is sending it (a crashed node's lease runs out
+# and another sends it again: at least once). Written by the pump, or by a statement that deletes
+# typed events a subscription has not read yet (deliver_deleted in app/db/sql/subscriptions.sql).
+job_event_deliveries = Table(
+    "job_event_deliveries",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    Column("subscription", Text, ForeignKey("job_subscriptions.name", ondelete="CASCADE"), nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    Column("execution_id", UUID(as_uuid=True), nullable=False),
+    Column("type", Text, nullable=False),
+    Column("occurred_at", TS, nullable=False),
+    Column("data", JSONB, nullable=False),
+    Column("status", Text, nullable=False, server_default=text("'pending'")),
+    Column("tries", Integer, nullable=False, server_default=text("0")),
+    Column("created_at", TS, nullable=False, server_default=NOW),
+    Column("next_try_at", TS, nullable=False, server_default=NOW),
+    Column("deadline_at", TS),  # NULL: created_at + JOBWIRE_EVENT_RETRY_SECONDS
+    Column("leased_until", TS),
+    Column("last_try_at", TS),
+    Column("last_status", Integer),
+    Column("last_error", Text),
+    Column("completed_at", TS),
+    CheckConstraint("status IN ('pending', 'failed', 'delivered', 'dead')", name="status"),
+    # Room on each page for the claim's update of a delivery (heap-only: no index written).
+    postgresql_with={"fillfactor": 80},
+)
+OPEN_DELIVERY = text("status IN ('pending', 'failed')")
+Index("uq_job_event_deliveries_subscription_event_id", job_event_deliveries.c.subscription,
+      job_event_deliveries.c.event_id, unique=True)
+Index("ix_job_event_deliveries_due", job_event_deliveries.c.subscription, job_event_deliveries.c.next_try_at,
+      postgresql_where=OPEN_DELIVERY)
+Index("ix_job_event_deliveries_order", job_event_deliveries.c.subscription, job_event_deliveries.c.execution_id,
+      job_event_deliveries.c.event_id, postgresql_where=OPEN_DELIVERY)
+# The listing by status; delivered ones (most) are listed by the primary key, filtered.
+Index("ix_job_event_deliveries_status", job_event_deliveries.c.subscription, job_event_deliveries.c.status,
+      job_event_deliveries.c.id, postgresql_where=text("status <> 'delivered'"))
+Index("ix_job_event_deliveries_completed", job_event_deliveries.c.completed_at,
+      postgresql_where=text("status IN ('delivered', 'dead')"))

@@ -6,7 +6,7 @@ import asyncio
 import importlib.metadata
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -38,7 +38,8 @@ def _version() -> str:
         return getattr(app, "__version__", "0")
 
 
-USER_AGENT = f"Jobwire/{_version()}"
+VERSION = _version()
+USER_AGENT = f"Jobwire/{VERSION}"
 
 
 def request_body(job: ClaimedJob, callback_url: str, token: str) -> bytes:
@@ -178,11 +179,14 @@ async def call_handler(
     retry_max_delay: float,
     seconds_left: DeadlineProbe | None = None,
     cipher: SecretCipher = PLAIN,
+    trace_headers: Mapping[str, str] | None = None,
 ) -> Outcome:
     """One attempt's call. Its deadline is the claim's, unless `seconds_left` (the database's
     view of the attempt's deadline, which heartbeat and progress callbacks move) says it moved:
     then the call goes on until the moved one (capped by max_duration_seconds in the database).
-    `cipher` reads the handler's stored secrets (its cache keeps decrypting off this path)."""
+    `cipher` reads the handler's stored secrets (its cache keeps decrypting off this path).
+    `trace_headers`: the call's trace context (`traceparent`, app/delivery/telemetry.py), sent
+    beside the signed headers (the signature covers the body only)."""
     stored = job.handler_secrets or ((job.handler_secret,) if job.handler_secret else ())
     if not job.handler_url or not stored:
         return Outcome(OutcomeKind.FAILED, error=f"handler {job.handler!r} is not registered",
@@ -196,6 +200,8 @@ async def call_handler(
         return Outcome(OutcomeKind.FAILED, error=str(exc), error_type=ErrorType.HANDLER_FAILED)
     body = request_body(job, callback_url, token)
     headers = signed_headers(secrets, job, body)
+    if trace_headers:
+        headers.update(trace_headers)
     try:
         reply = await _within_deadline(transport.post(job.handler_url, body, headers, None), job.seconds_left,
                                        seconds_left)

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from app.dispatcher.completer import Completer
@@ -24,6 +25,9 @@ from app.delivery.dispatch import call_handler
 from app.delivery.secret_cipher import PLAIN, SecretCipher
 from app.delivery.transport import Transport
 from app.services.outcomes import OutcomeService
+
+if TYPE_CHECKING:  # imported by the composition root alone, with JOBWIRE_OTEL
+    from app.delivery.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +51,12 @@ class Dispatcher:
         counters: NodeCounters | None = None,
         expect_deadline: Callable[[float], None] | None = None,
         cipher: SecretCipher = PLAIN,
+        telemetry: Telemetry | None = None,
     ) -> None:
         """expect_deadline(seconds): told the soonest deadline of each claim, so the node's
         deadline scan can wake for it (an accepted attempt whose handler goes quiet). cipher:
-        reads the handlers' stored signing secrets (JOBWIRE_SECRET_KEY)."""
+        reads the handlers' stored signing secrets (JOBWIRE_SECRET_KEY). telemetry: a span and
+        histograms per call (JOBWIRE_OTEL); None, none."""
         self.config = config
         self.outcomes = outcomes
         self.transport = transport
@@ -58,6 +64,7 @@ class Dispatcher:
         self.counters = counters or NodeCounters()
         self.expect_deadline = expect_deadline
         self.cipher = cipher
+        self.telemetry = telemetry
         self.completer: Completer[tuple[ClaimedJob, Outcome]] = Completer(outcomes.record)
         self._in_flight: dict[asyncio.Task[None], ClaimedJob] = {}
         self._wake = asyncio.Event()
@@ -149,22 +156,28 @@ class Dispatcher:
 
     async def _execute(self, job: ClaimedJob) -> None:
         callback_url = f"{self.config.public_url}/v1/executions/{job.id}"
+        traced = None if self.telemetry is None else self.telemetry.dispatch(job)
         began = time.monotonic()
+        outcome: Outcome | None = None
         try:
             outcome = await call_handler(self.transport, job, callback_url, self.token_for(job.id, job.attempt),
                                          self.config.retry_max_delay,
                                          seconds_left=lambda: self.outcomes.seconds_left(job.id, job.attempt),
-                                         cipher=self.cipher)
+                                         cipher=self.cipher, trace_headers=None if traced is None else traced.headers)
         except asyncio.CancelledError:
             # Shutdown grace ran out: the attempt is abandoned (and retried by whoever claims next).
-            self.completer.add((job, Outcome(OutcomeKind.ABANDONED, error="node shut down during the call",
-                                             error_type=ErrorType.ABANDONED_SHUTDOWN)))
+            outcome = Outcome(OutcomeKind.ABANDONED, error="node shut down during the call",
+                              error_type=ErrorType.ABANDONED_SHUTDOWN)
+            self.completer.add((job, outcome))
             self.counters.called(job, OutcomeKind.ABANDONED, time.monotonic() - began)
             raise
         except Exception as exc:  # a bug here must not strand the row in PROCESSING
             log.exception("dispatching execution %s failed", job.id)
             outcome = Outcome(OutcomeKind.FAILED, error=f"internal dispatch error: {exc!r}",
                               error_type=ErrorType.CONNECTION)
+        finally:
+            if traced is not None:  # in this task, which made its span current
+                traced.end(outcome, time.monotonic() - began)
         self.completer.add((job, outcome))
         self.counters.called(job, outcome.kind, time.monotonic() - began)
 

@@ -53,5 +53,5 @@ class StoredSecret:
     """A signing secret as it is at rest (whsec_… or jwenc1:…), for the start-up that seals it."""
 
     id: UUID
-    handler: str
+    owner: str  # the handler's or subscription's name
     stored: str

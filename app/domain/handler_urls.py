@@ -8,6 +8,9 @@ from urllib.parse import urlsplit
 
 import idna
 
+from app.domain.address_policy import NetworkPolicy
+from app.domain.addresses import as_address
+
 MAX_URL_LENGTH = 2048
 _UNRESERVED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
 _SUB_DELIMS = frozenset("!$&'()*+,;=")
@@ -175,3 +178,16 @@ def _path_query_problem(tail: str) -> str | None:
             return f"has {what} in the path or query: percent-encode it ({encoded})"
         i += 1
     return None
+
+
+def destination_problem(url: str, networks: NetworkPolicy) -> str | None:
+    """What makes `url` no destination of a handler or subscriber: handler_url_problem, or a host
+    that is an IP address `networks` (JOBWIRE_HANDLER_NETWORKS) refuses. A host name is not
+    resolved here: its answer may change, and the clients judge the address they connect to at
+    every call."""
+    problem = handler_url_problem(url)
+    if problem is None:
+        host = urlsplit(url).hostname or ""
+        refusal = networks.refusal(host) if as_address(host) is not None else None
+        problem = f"has a host that is never called: {refusal}" if refusal else None
+    return problem

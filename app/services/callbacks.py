@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from app.db.database import Database
@@ -22,6 +22,9 @@ from app.domain.signing import callback_token, verify_callback_token
 from app.domain.steps import Step
 from app.services.grouping import Group
 from app.services.outcomes import OutcomeService, log_attempt_end, log_attempt_ends
+
+if TYPE_CHECKING:  # imported by the composition root alone, with JOBWIRE_OTEL
+    from app.delivery.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +49,10 @@ class CallbackService:
         logs: LogRepository | None = None,
         steps: StepRepository | None = None,
         counters: NodeCounters | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.db = db
+        self.telemetry = telemetry  # a span per completion (JOBWIRE_OTEL); None, none
         self.server_key = server_key
         self.outcomes = outcomes
         self.default_timeout = default_timeout
@@ -136,7 +141,19 @@ class CallbackService:
             raise NotFound("execution", execution_id)
         return stored, False
 
-    async def complete(self, execution_id: UUID, token: str | None, completion: Completion) -> Execution:
+    async def complete(self, execution_id: UUID, token: str | None, completion: Completion,
+                       traceparent: str | None = None) -> Execution:
+        """End the token's attempt as the handler reports (an idempotent no-op when it ended
+        already). With telemetry a span, a child of the current span or of `traceparent` (the
+        callback request's header)."""
+        if self.telemetry is None:
+            return await self._complete(execution_id, token, completion)
+        with self.telemetry.completing(execution_id, completion.succeeded, traceparent) as traced:
+            execution = await self._complete(execution_id, token, completion)
+            traced.completed(execution)
+            return execution
+
+    async def _complete(self, execution_id: UUID, token: str | None, completion: Completion) -> Execution:
         attempt = self.authorize(execution_id, token)
         if completion.succeeded:
             # The common case in one statement, one round trip, shared with the success

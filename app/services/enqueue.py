@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from functools import partial
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -19,6 +20,9 @@ from app.domain.executions import Execution, NewJob
 from app.domain.metrics import NodeCounters
 from app.services.grouping import Group
 from app.services.retrying import retry_contention
+
+if TYPE_CHECKING:  # imported by the composition root alone, with JOBWIRE_OTEL
+    from app.delivery.telemetry import Telemetry
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +62,13 @@ class EnqueueService:
         limits: EnqueueLimits,
         executions: ExecutionRepository | None = None,
         counters: NodeCounters | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.db = db
         self.limits = limits
         self.executions = executions or ExecutionRepository()
         self.counters = counters or NodeCounters()
+        self.telemetry = telemetry  # a span per request (JOBWIRE_OTEL); None, none
         self.debounce = DebounceRepository()
         # Single-job enqueues that arrive together share a statement, a commit and a NOTIFY.
         self._singles: Group[NewJob, Enqueued] = Group(self._insert, self._insert_one)
@@ -79,7 +85,18 @@ class EnqueueService:
         events and NOTIFYs the dispatchers on commit. Concurrent single-job calls without an
         idempotency key share one (app/services/grouping.py): each is still atomic on its own,
         and answered as if alone.
+
+        With telemetry, the request is a span, and the jobs store its context as their traceparent.
         """
+        if self.telemetry is not None:
+            with self.telemetry.enqueuing(jobs, batch=field_prefix is not None) as traced:
+                done = await self._enqueue(traced.jobs, field_prefix, queues)
+                traced.enqueued([d.execution for d in done])
+                return done
+        return await self._enqueue(jobs, field_prefix, queues)
+
+    async def _enqueue(self, jobs: Sequence[NewJob], field_prefix: str | None,
+                       queues: frozenset[str] | None) -> list[Enqueued]:
         for i, job in enumerate(jobs):
             require_queue(queues, job.queue, f"{field_prefix}[{i}].queue" if field_prefix else "queue")
             size = job_size(job)

@@ -4,19 +4,18 @@ secrets added and retired (rotation without downtime)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from urllib.parse import urlsplit
 from uuid import UUID
 
 from app.db.database import Database
 from app.db.handlers import HandlerRepository
 from app.domain.errors import Conflict, FieldError, NotFound, ValidationFailed
 from app.domain.handlers import Handler, RateLimit
-from app.domain.handler_secrets import MAX_ACTIVE_SECRETS, NewHandlerSecret
+from app.domain.handler_secrets import NewHandlerSecret
 from app.domain.address_policy import ANY_NETWORK, NetworkPolicy
-from app.domain.addresses import as_address
-from app.domain.handler_urls import handler_url_problem
+from app.domain.handler_urls import destination_problem
 from app.domain.signing import new_handler_secret
 from app.delivery.secret_cipher import PLAIN, SecretCipher
+from app.services.signing_secrets import SecretRotation
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +39,7 @@ class HandlerService:
         self.db = db
         self.handlers = handlers or HandlerRepository()
         self.cipher = cipher
+        self.rotation = SecretRotation(db, self.handlers.secrets, cipher, "handlers")
 
     async def put(self, name: str, spec: HandlerSpec) -> tuple[Handler, bool]:
         """The handler and whether it was created; a created one carries its first signing
@@ -71,14 +71,8 @@ class HandlerService:
         return (replace(handler, secret=secret) if created else handler), created
 
     def _check_url(self, url: str) -> None:
-        """ValidationFailed naming `url` for a URL that cannot be delivered to, or whose host is an
-        IP address JOBWIRE_HANDLER_NETWORKS refuses. A host name is not resolved here: its answer
-        may change, and the dispatch clients judge the address they connect to at every call."""
-        problem = handler_url_problem(url)
-        if problem is None:
-            host = urlsplit(url).hostname or ""
-            refusal = self.networks.refusal(host) if as_address(host) is not None else None
-            problem = f"has a host that is never called: {refusal}" if refusal else None
+        """ValidationFailed naming `url` for a URL that cannot be delivered to (destination_problem)."""
+        problem = destination_problem(url, self.networks)
         if problem is not None:
             raise ValidationFailed([FieldError("url", problem)])
 
@@ -107,31 +101,9 @@ class HandlerService:
             await self.handlers.delete(conn, name)
 
     async def add_secret(self, name: str, expire_others_after: float | None = None) -> NewHandlerSecret:
-        """A new signing secret: from now on every dispatch is signed with it too, beside the
-        handler's other active secrets, until they are deleted or expire (after
-        `expire_others_after` seconds, when given). Its value is returned this once."""
-        secret = new_handler_secret()
-        stored = self.cipher.seal(secret)
-        async with self.db.transaction() as conn:
-            if not await self.handlers.lock_for_secrets(conn, name):
-                raise NotFound("handler", name)
-            active = (await self.handlers.secrets_of(conn, [name])).get(name, ())
-            if len(active) >= MAX_ACTIVE_SECRETS:
-                raise Conflict(f"handler {name!r} has {len(active)} active secrets, the most it may hold: delete one "
-                               "before adding another")
-            added = await self.handlers.add_secret(conn, name, stored, expire_others_after)
-        return NewHandlerSecret(id=added.id, secret=secret, created_at=added.created_at)
+        """A new signing secret for the handler's dispatches (SecretRotation.add)."""
+        return await self.rotation.add(name, expire_others_after)
 
     async def delete_secret(self, name: str, secret_id: UUID) -> None:
-        """Retire one secret at once. Refused (Conflict) for the handler's last secret without an
-        expiry, which would leave it none to sign with: the guard holds under concurrent deletes,
-        since each runs with the handler's row locked."""
-        async with self.db.transaction() as conn:
-            if not await self.handlers.lock_for_secrets(conn, name):
-                raise NotFound("handler", name)
-            found, deleted = await self.handlers.delete_secret(conn, name, secret_id)
-        if not found:
-            raise NotFound("secret", f"{secret_id} of handler {name!r}")
-        if not deleted:
-            raise Conflict(f"secret {secret_id} is the last secret of handler {name!r} that does not expire: add "
-                           f"another (POST /v1/handlers/{name}/secrets) before deleting it")
+        """Retire one of the handler's secrets (SecretRotation.delete)."""
+        await self.rotation.delete(name, secret_id)

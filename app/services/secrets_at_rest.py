@@ -1,5 +1,5 @@
 """Every secret at rest sealed as this node's JOBWIRE_SECRET_KEY says, at each start-up: the
-callback-token server key (job_meta) and the handlers' signing secrets, encrypted under the newest
+callback-token server key (job_meta) and the signing secrets of handlers and subscriptions, encrypted under the newest
 key when one is set (plain ones, and those an older key of the list encrypted, are sealed again).
 
 A node starts only if it can read every secret at rest: one that cannot (no key, or none of the
@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 
 from app.db.database import Database
 from app.db.handlers import HandlerRepository, MetaRepository
+from app.db.signing_secrets import HANDLER_SECRETS, SUBSCRIPTION_SECRETS
 from app.delivery.secret_cipher import PLAIN, SecretCipher
 from app.domain.signing import new_server_key
 
 log = logging.getLogger(__name__)
 
 SERVER_KEY = "callback_server_key"
+SIGNING_SECRETS = (HANDLER_SECRETS, SUBSCRIPTION_SECRETS)
 SERVER_KEY_NAME = "the callback-token server key (job_meta)"
 
 
@@ -32,7 +34,7 @@ class SecretsAtRest:
 
     server_key: str = field(repr=False)
     server_key_sealed: bool
-    secrets_sealed: int  # handler signing secrets
+    secrets_sealed: int  # signing secrets of handlers and subscriptions
     copies_cleared: int  # first secrets copied into the deprecated job_handlers.secret
 
 
@@ -44,19 +46,21 @@ async def seal_secrets_at_rest(db: Database, cipher: SecretCipher = PLAIN, meta:
     handlers = handlers or HandlerRepository()
     async with db.transaction() as conn:
         stored_key = await meta.get_or_create(conn, SERVER_KEY, cipher.seal(new_server_key()))
-        stored = await handlers.stored_secrets(conn)
+        stored = {table: await table.stored(conn) for table in SIGNING_SECRETS}
     server_key = cipher.reveal(stored_key, SERVER_KEY_NAME)
-    secrets = [(one, cipher.reveal(one.stored, f"the signing secret {one.id} of handler {one.handler!r}"))
-               for one in stored]
+    secrets = {table: [(one, cipher.reveal(one.stored, f"the signing secret {one.id} of {table.kind} {one.owner!r}"))
+                       for one in found] for table, found in stored.items()}
     key_sealed = False
     if not cipher.is_current(stored_key):
         server_key, key_sealed = await _seal_server_key(db, meta, cipher, stored_key, server_key)
-    changes = [(one, cipher.seal(secret)) for one, secret in secrets if not cipher.is_current(one.stored)]
+    sealed = 0
     async with db.transaction() as conn:
-        sealed = await handlers.reseal_secrets(conn, changes)
+        for table, found in secrets.items():
+            changes = [(one, cipher.seal(secret)) for one, secret in found if not cipher.is_current(one.stored)]
+            sealed += await table.reseal(conn, changes)
         cleared = await handlers.clear_legacy_secrets(conn)
     if key_sealed or sealed:
-        log.info("secrets at rest: sealed %s and %d handler signing secrets as JOBWIRE_SECRET_KEY says",
+        log.info("secrets at rest: sealed %s and %d signing secrets as JOBWIRE_SECRET_KEY says",
                  "the callback-token server key" if key_sealed else "no server key", sealed)
     if cleared:
         log.info("secrets at rest: emptied %d copies of first signing secrets in the deprecated column "

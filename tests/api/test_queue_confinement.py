@@ -27,10 +27,12 @@ import httpx
 import pytest
 
 from app.api.app import create_api
+from app.api.events.stream import StreamTiming
 from app.db.database import Database
 from app.domain.access import Scope, granted
 from app.services.api_keys import key_hash, new_key
 from tests.conftest import PROBLEM, RunningServer, sql
+from tests.sse import SseReader
 
 BOOT = {"authorization": "Bearer boot"}
 NOWHERE = "http://127.0.0.1:9/jobs"
@@ -40,6 +42,7 @@ MINE, THEIRS = "q-mine", "q-theirs"
 THEIRS_MARK = "theirs"
 MISSING_ID = "00000000-0000-4000-8000-00000000dead"
 MISSING_SCHEDULE = "missing-schedule"
+MISSING_SUBSCRIPTION = "missing-subscription"
 
 
 def bearer(key: str) -> dict[str, str]:
@@ -51,12 +54,13 @@ def bearer(key: str) -> dict[str, str]:
 @dataclass
 class Side:
     """One queue's data: an ENQUEUED execution (with a log entry), a CANCELLED one (with an
-    event), a schedule."""
+    event), a schedule, a subscription to its events."""
 
     queue: str
     enqueued: str = ""
     cancelled: str = ""
     schedule: str = ""
+    subscription: str = ""
 
     @property
     def ids(self) -> list[str]:
@@ -83,6 +87,10 @@ async def plant(client: httpx.AsyncClient, db: Database, queue: str, tag: str) -
     side.schedule = f"{tag}-schedule"
     schedule = {"cron": "0 0 1 1 *", "handler": "h", "queue": queue, "payload": {"secret": f"{tag}-schedule-payload"}}
     assert (await client.put(f"/v1/schedules/{side.schedule}", json=schedule, headers=BOOT)).status_code == 201
+    side.subscription = f"{tag}-subscription"
+    subscription = {"url": f"http://127.0.0.1:9/{tag}-events", "queues": [queue]}
+    assert (await client.put(f"/v1/subscriptions/{side.subscription}", json=subscription, headers=BOOT)
+            ).status_code == 201
     return side
 
 
@@ -94,6 +102,11 @@ async def snapshot(db: Database, side: Side) -> dict[str, Any]:
         "schedules": [dict(r) for r in await sql(db, "SELECT * FROM job_schedules WHERE queue = :q ORDER BY job_id",
                                                  q=side.queue)],
         "queue": [dict(r) for r in await sql(db, "SELECT * FROM job_queues WHERE name = :q", q=side.queue)],
+        "subscriptions": [dict(r) for r in await sql(db, "SELECT * FROM job_subscriptions WHERE :q = ANY(queues) "
+                                                         "ORDER BY name", q=side.queue)],
+        "subscription_secrets": [dict(r) for r in await sql(
+            db, "SELECT x.* FROM job_subscription_secrets x JOIN job_subscriptions s ON s.name = x.subscription "
+                "WHERE :q = ANY(s.queues) ORDER BY x.id", q=side.queue)],
         "logs": [dict(r) for r in await sql(db, "SELECT l.* FROM job_logs l JOIN job_executions e "
                                                 "ON e.id = l.execution_id WHERE e.queue = :q ORDER BY l.id",
                                             q=side.queue)],
@@ -114,9 +127,10 @@ class Call:
     sent: tuple[str, ...] = ()  # values of the other queue the caller itself sent (they may be echoed)
 
 
-def leaks(response: httpx.Response, world: World, call: Call, allowed: tuple[str, ...] = ()) -> list[str]:
-    """What of the other queue's data the answer shows that the caller did not send itself."""
-    text = response.text
+def leaks(response: httpx.Response | str, world: World, call: Call, allowed: tuple[str, ...] = ()) -> list[str]:
+    """What of the other queue's data the answer (or the text of a stream) shows that the caller
+    did not send itself."""
+    text = response if isinstance(response, str) else response.text
     for value in sorted({*call.sent, *allowed}, key=len, reverse=True):
         text = text.replace(value, "<sent>")
     found = [i for i in world.theirs.ids if i in text]
@@ -134,7 +148,7 @@ class Walk:
         return await self.client.request(call.method, call.path, json=call.json, params=call.params,
                                          headers=self.key if headers is None else headers)
 
-    def no_leak(self, response: httpx.Response, call: Call, allowed: tuple[str, ...] = ()) -> None:
+    def no_leak(self, response: httpx.Response | str, call: Call, allowed: tuple[str, ...] = ()) -> None:
         found = leaks(response, self.world, call, allowed)
         assert found == [], f"{call.method} {call.path} {call.params or ''} leaks {found}: {response.text}"
 
@@ -178,6 +192,27 @@ class Listing(Calling):
 
 
 @dataclass(frozen=True)
+class Stream(Calling):
+    """A listing served as server-sent events (GET /v1/events/stream): read until the stream
+    idles (its keepalive comment comes once it found the feed's end), it showed the key's queues
+    only, as Listing."""
+
+    async def check(self, walk: Walk) -> None:
+        for i, call in enumerate(self.requests(walk.world)):
+            async with walk.client.stream(call.method, call.path, params=call.params, headers=walk.key) as response:
+                if response.status_code != 200:
+                    await response.aread()
+                    raise AssertionError(where(call, response))
+                sse, data = SseReader(response), []
+                while (message := await sse.next()) is not None and message.comment is None:
+                    data.append(repr(message))
+            text = "\n".join(data)
+            if i == 0:
+                assert walk.world.mine.cancelled in text, f"the stream shows nothing of the key's own queue: {text}"
+            walk.no_leak(text, call)
+
+
+@dataclass(frozen=True)
 class Item:
     """Another queue's item is answered exactly as one that does not exist: 404, the same problem
     but for the id the caller sent. `target` picks the item (execution: `enqueued` or `cancelled`,
@@ -191,7 +226,7 @@ class Item:
     mine_ok: bool = False
 
     def call(self, value: str, sent: tuple[str, ...] = ()) -> Call:
-        param = "{job_id}" if self.target == "schedule" else "{execution_id}"
+        param = {"schedule": "{job_id}", "subscription": "{name}"}.get(self.target, "{execution_id}")
         return Call(self.method, self.path.replace(param, value), self.json, sent=sent)
 
     def requests(self, world: World) -> list[Call]:
@@ -200,7 +235,7 @@ class Item:
 
     async def check(self, walk: Walk) -> None:
         theirs = getattr(walk.world.theirs, self.target)
-        missing = MISSING_SCHEDULE if self.target == "schedule" else MISSING_ID
+        missing = {"schedule": MISSING_SCHEDULE, "subscription": MISSING_SUBSCRIPTION}.get(self.target, MISSING_ID)
         other = await walk.send(call := self.call(theirs, (theirs,)))
         absent = await walk.send(self.call(missing))
         assert_problem(other, 404, call)
@@ -281,7 +316,7 @@ class Open:
         walk.no_leak(with_key, call, allowed=(THEIRS,))
 
 
-Rule = Listing | Item | Write | Bulk | Global | Callback | Open
+Rule = Listing | Stream | Item | Write | Bulk | Global | Callback | Open
 
 
 def _job(queue: str, **extra: Any) -> dict[str, Any]:
@@ -347,6 +382,9 @@ CONFINEMENT: dict[tuple[str, str], Rule] = {
     ("POST", "/v1/executions/{execution_id}/retry"): Item("POST", "/v1/executions/{execution_id}/retry", "cancelled"),
     ("GET", "/v1/events"): Listing(lambda w: [
         Call("GET", "/v1/events"), Call("GET", "/v1/events", params={"queue": THEIRS}, sent=(THEIRS,))]),
+    ("GET", "/v1/events/stream"): Stream(lambda w: [
+        Call("GET", "/v1/events/stream"),
+        Call("GET", "/v1/events/stream", params={"queue": THEIRS}, sent=(THEIRS,))]),
     ("GET", "/v1/nodes"): Global(lambda w: [Call("GET", "/v1/nodes")]),
     ("GET", "/v1/queues"): Listing(lambda w: [Call("GET", "/v1/queues")]),
     ("POST", "/v1/queues/{name}/pause"): Write(_queue_action("pause")),
@@ -376,6 +414,24 @@ CONFINEMENT: dict[tuple[str, str], Rule] = {
     ("GET", "/v1/executions/{execution_id}/steps/{name}"): Callback(_execution_callbacks("/steps/s", "GET")),
     ("PUT", "/v1/executions/{execution_id}/steps/{name}"): Callback(
         _execution_callbacks("/steps/s", "PUT", {"result": 1})),
+    # A subscription belongs to the queues it filters for: a limited key manages those within its queues.
+    ("PUT", "/v1/subscriptions/{name}"): Write(lambda w: [
+        Call("PUT", "/v1/subscriptions/made", {"url": NOWHERE, "queues": [THEIRS]}, sent=(THEIRS,)),
+        Call("PUT", "/v1/subscriptions/made", {"url": NOWHERE}),
+        Call("PUT", f"/v1/subscriptions/{w.theirs.subscription}", {"url": NOWHERE, "queues": [MINE]},
+             sent=(w.theirs.subscription,))]),
+    ("GET", "/v1/subscriptions"): Listing(lambda w: [Call("GET", "/v1/subscriptions")]),
+    ("GET", "/v1/subscriptions/{name}"): Item("GET", "/v1/subscriptions/{name}", "subscription", mine_ok=True),
+    ("DELETE", "/v1/subscriptions/{name}"): Item("DELETE", "/v1/subscriptions/{name}", "subscription"),
+    ("POST", "/v1/subscriptions/{name}/secrets"): Item("POST", "/v1/subscriptions/{name}/secrets", "subscription"),
+    ("DELETE", "/v1/subscriptions/{name}/secrets/{secret_id}"): Item(
+        "DELETE", f"/v1/subscriptions/{{name}}/secrets/{MISSING_ID}", "subscription"),
+    ("GET", "/v1/subscriptions/{name}/deliveries"): Item("GET", "/v1/subscriptions/{name}/deliveries", "subscription",
+                                                         mine_ok=True),
+    ("POST", "/v1/subscriptions/{name}/deliveries/{delivery_id}/resend"): Item(
+        "POST", "/v1/subscriptions/{name}/deliveries/1/resend", "subscription"),
+    ("POST", "/v1/subscriptions/{name}/recover"): Item("POST", "/v1/subscriptions/{name}/recover", "subscription",
+                                                       json={"since": "2026-01-01T00:00:00Z"}),
     ("GET", "/healthz"): Open("/healthz"),
     ("GET", "/readyz"): Open("/readyz"),
     ("GET", "/metrics"): Open("/metrics"),
@@ -399,6 +455,8 @@ def test_every_route_of_the_document_is_classified() -> None:
 
 @pytest.fixture
 async def client(boot_server: RunningServer, db: Database) -> AsyncIterator[httpx.AsyncClient]:
+    # The event stream idles (its keepalive comment) soon after it found the feed's end.
+    boot_server.app.state.event_stream_timing = StreamTiming(poll_seconds=0.05, keepalive_seconds=0.3)
     async with httpx.AsyncClient(base_url=boot_server.url, timeout=10) as c:
         yield c
 

@@ -33,8 +33,10 @@ def bearer(key: str) -> dict[str, str]:
 
 def expected_scope(method: str, path: str) -> Scope:
     """The issue's rules: `read` every GET but the keys; `enqueue` POST /v1/jobs and /batch;
-    `operate` the executions' and queues' actions; `admin` handlers, schedules and keys."""
-    if path.startswith("/v1/api-keys"):
+    `operate` the executions' and queues' actions; `admin` handlers, schedules and keys; and
+    `admin` every subscription route, GETs included (issue 23: a subscription's deliveries show
+    every event it receives)."""
+    if path.startswith(("/v1/api-keys", "/v1/subscriptions")):
         return Scope.ADMIN
     if method == "GET":
         return Scope.READ
@@ -150,6 +152,15 @@ def concrete(path: str) -> str:
             .replace("{name}", "x").replace("{job_id}", "x"))
 
 
+async def answer(client: httpx.AsyncClient, method: str, path: str, **options: Any) -> httpx.Response:
+    """The answer to a request; an event stream, which has no end, as its status and headers."""
+    async with client.stream(method, path, **options) as response:
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            return httpx.Response(response.status_code, headers=response.headers, request=response.request)
+        await response.aread()
+    return response
+
+
 @pytest.mark.parametrize("held", [s.value for s in Scope])
 async def test_each_scope_against_every_management_route(client: httpx.AsyncClient, held: str) -> None:
     """The matrix over the route table: a key with one scope passes the check of exactly the routes
@@ -159,7 +170,7 @@ async def test_each_scope_against_every_management_route(client: httpx.AsyncClie
     allowed = granted([Scope(held)])
     for method, path, route in ROUTES:
         body = {} if method in ("POST", "PUT") else None
-        response = await client.request(method, concrete(path), json=body, headers=key)
+        response = await answer(client, method, concrete(path), json=body, headers=key)
         where = f"{held} key: {method} {path} → {response.status_code} {response.text}"
         if route.scope in allowed:
             assert response.status_code not in (401, 403), where

@@ -36,8 +36,8 @@ async def test_two_sessions_deleting_the_two_last_secrets_leave_one(db: Database
 
     async def session_a() -> tuple[bool, bool]:
         async with db.transaction() as conn:
-            assert await repo.lock_for_secrets(conn, "h")
-            result = await repo.delete_secret(conn, "h", a_id)
+            assert await repo.secrets.lock(conn, "h")
+            result = await repo.secrets.delete(conn, "h", a_id)
             a_locked.set()
             await a_may_commit.wait()
         return result
@@ -45,8 +45,8 @@ async def test_two_sessions_deleting_the_two_last_secrets_leave_one(db: Database
     async def session_b() -> tuple[bool, bool]:
         await a_locked.wait()
         async with db.transaction() as conn:
-            assert await repo.lock_for_secrets(conn, "h")  # waits for A's commit
-            return await repo.delete_secret(conn, "h", b_id)
+            assert await repo.secrets.lock(conn, "h")  # waits for A's commit
+            return await repo.secrets.delete(conn, "h", b_id)
 
     a_task, b_task = asyncio.create_task(session_a()), asyncio.create_task(session_b())
     await a_locked.wait()
@@ -74,8 +74,8 @@ async def test_an_enqueue_is_not_held_up_by_a_rotation_in_progress(db: Database)
     """Rotation locks the handler FOR NO KEY UPDATE; an enqueue's FOR KEY SHARE does not wait for it."""
     await handler_with_two_secrets(db)
     async with db.transaction() as rotating:
-        assert await repo.lock_for_secrets(rotating, "h")
-        await repo.add_secret(rotating, "h", new_handler_secret(), None)
+        assert await repo.secrets.lock(rotating, "h")
+        await repo.secrets.add(rotating, "h", new_handler_secret(), None)
 
         async def enqueue_lock() -> dict[str, bool]:
             async with db.transaction() as conn:

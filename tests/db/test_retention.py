@@ -439,8 +439,10 @@ async def test_the_prune_statement_walks_an_index_in_order_and_deletes_by_key(db
         if mode == "force_generic_plan":
             assert walk[1] == "ix_job_executions_state_created", text
         assert by_key[:2] == ("Index Scan", "pk_job_executions"), text
-        assert [(n["Node Type"], n.get("Index Name")) for n in scans if n["Relation Name"] == "job_events"] == [
-            ("Index Scan", "ix_job_events_execution")], text
+        events = [(n["Node Type"], n.get("Index Name")) for n in scans if n["Relation Name"] == "job_events"]
+        # The delete's, then the lookup of deliver_deleted (per deleted event a subscription has not read).
+        assert events[0] == ("Index Scan", "ix_job_events_execution") and len(events) <= 2, text
+        assert all(kind == "Index Scan" for kind, _ in events), text
         due = next(n for n in nodes if n.get("Subplan Name") == "CTE due")
         kinds = [n["Node Type"] for n in _nodes(due) if not n.get("Subplan Name", "").startswith("InitPlan")]
         assert kinds[:2] == ["Limit", "LockRows"] and "Sort" not in kinds, text

@@ -145,3 +145,20 @@ async def test_a_new_database_gets_one_server_key_however_many_nodes_start_on_it
         assert len(keys) == 1
         stored = await scalar(own_database.db, "SELECT value FROM job_meta WHERE key = 'callback_server_key'")
         assert {cipher.reveal(stored)} == keys
+
+
+async def test_a_subscriptions_signing_secrets_are_sealed_and_read_as_a_handlers(own_database: OwnDatabase) -> None:
+    await plain_database(own_database.db)
+    secret = new_handler_secret()
+    await sql(own_database.db, "INSERT INTO job_subscriptions (name, url, since, pos_xact) "
+                               "VALUES ('s', 'http://127.0.0.1:9/e', CAST(pg_current_snapshot() AS text), 0)")
+    await sql(own_database.db, "INSERT INTO job_subscription_secrets (subscription, secret) VALUES ('s', :s)", s=secret)
+    cipher = SecretCipher(Fernet.generate_key().decode())
+    done = await seal_secrets_at_rest(own_database.db, cipher)
+    assert done.secrets_sealed == 2 * HANDLERS + 1
+    stored = await scalar(own_database.db, "SELECT secret FROM job_subscription_secrets")
+    assert is_encrypted(stored) and cipher.reveal(stored) == secret
+    await sql(own_database.db, "UPDATE job_meta SET value = :v WHERE key = 'callback_server_key'", v=new_server_key())
+    await sql(own_database.db, "DELETE FROM job_handler_secrets")
+    with pytest.raises(UnreadableSecret, match="subscription 's'"):  # only it is left sealed
+        await seal_secrets_at_rest(own_database.db, SecretCipher())

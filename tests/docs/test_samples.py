@@ -29,7 +29,7 @@ from tests.conftest import free_port
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 PAGES = ["README.md", "docs/getting-started.md", "docs/guides/handler-python.md", "docs/guides/handler-http.md",
-         "docs/guides/flow-control.md"]
+         "docs/guides/flow-control.md", "docs/guides/events.md"]
 
 MARKED = re.compile(r"^<!-- run -->\n```(?P<lang>\w+)(?P<info>[^\n]*)\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 TITLE = re.compile(r'title="(?P<title>[^"]+)"')
@@ -75,6 +75,15 @@ def test_marked_blocks_become_files_and_steps_in_page_order() -> None:
     assert script.files == {"hello.py": "print('hi')\n"}
     assert script.steps == ["x=$(curl -s http://127.0.0.1:4321/healthz)\n",
                             "python - <<'JOBWIRE_SAMPLE'\nprint(1)\nJOBWIRE_SAMPLE"]
+
+
+def test_the_readme_shows_the_node_subscriber_its_test_runs() -> None:
+    """README.md cannot include a file, so it holds a copy of examples/node-subscriber/server.js
+    (tests/sdk/test_node_subscriber.py runs that file against a real node): the same, byte for byte."""
+    shown = re.search(r'^```js title="examples/node-subscriber/server.js"\n(?P<body>.*?)^```[ \t]*$',
+                      (ROOT / "README.md").read_text(), re.M | re.S)
+    assert shown is not None, "README.md: no block titled examples/node-subscriber/server.js"
+    assert shown["body"] == (ROOT / "examples" / "node-subscriber" / "server.js").read_text()
 
 
 @pytest.fixture(scope="module")

@@ -108,8 +108,8 @@ def unreachable_url() -> str:
 async def test_the_service_commands_are_reached_through_the_sdk_command(tmp_path: Path) -> None:
     listed = await jobwire_process("--help")
     assert listed.status == 0
-    for command in ("serve", "migrate", "openapi", "handlers", "jobs", "executions", "events", "queues", "schedules",
-                    "status"):
+    for command in ("serve", "migrate", "openapi", "handlers", "jobs", "executions", "events", "subscriptions",
+                    "queues", "schedules", "status"):
         assert command in listed.out
     serve = await jobwire_process("serve", "--help")
     assert serve.status == 0 and "--log-level" in serve.out and "--port" in serve.out
@@ -896,3 +896,51 @@ async def test_a_file_enqueued_again_after_a_fix_creates_only_what_is_new(
     jobs.write_text("\n".join(lines) + "\n")
     other = await cli("jobs", "enqueue", "sms", "--from", str(jobs), "--url", server.url, "--json")
     assert other.json() == {"created": 4, "existing": 0, "failed": 0, "complete": True}
+
+
+async def test_subscriptions_put_show_list_deliveries_resend_recover_delete(
+        cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient, server: RunningServer, db: Any) -> None:
+    from app.services.event_delivery import EventDeliveryService  # writes the deliveries a node's loop would
+
+    url = ("--url", server.url)
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    created = await cli("subscriptions", "put", "audit", "http://127.0.0.1:9/events", "--type", "execution.cancelled",
+                        "--queue", "a", "--queue", "b", *url)
+    assert created.status == 0 and "the signing secret is shown this once" in created.err and "whsec_" in created.out
+    shown = (await cli("subscriptions", "show", "audit", *url, "--json")).json()
+    assert (shown["types"], shown["queues"], shown["handlers"], shown["state"]) == (
+        ["execution.cancelled"], ["a", "b"], None, "enabled") and "secret" not in shown
+    table = await cli("subscriptions", "list", *url)
+    assert table.out.splitlines()[0].split() == ["name", "url", "state", "types", "backlog", "failing_since",
+                                                 "last_error"]
+    assert "audit" in table.out and "http://127.0.0.1:9/events" in table.out
+
+    ids = [await cancelled(api, queue=q) for q in ("a", "b", "c")]
+    assert (await EventDeliveryService(db).pump()).written == 2  # queue c is not the subscription's
+    listed = (await cli("subscriptions", "deliveries", "audit", *url, "--json")).json_lines()
+    assert [d["execution_id"] for d in listed] == ids[1::-1]  # newest first
+    assert {(d["status"], d["event"]["type"]) for d in listed} == {("pending", "execution.cancelled")}
+    assert len((await cli("subscriptions", "deliveries", "audit", "--limit", "1", *url, "--json")).json_lines()) == 1
+    assert (await cli("subscriptions", "deliveries", "audit", "--status", "dead", *url, "--json")).out == ""
+    rows = await cli("subscriptions", "deliveries", "audit", *url)
+    assert rows.out.splitlines()[0].split() == ["id", "status", "tries", "type", "execution_id", "last_status",
+                                                "next_try_at", "last_error"]
+    resent = await cli("subscriptions", "resend", "audit", str(listed[0]["id"]), *url, "--json")
+    assert resent.status == 0 and resent.json()["id"] == listed[0]["id"]
+    recovered = await cli("subscriptions", "recover", "audit", "--since", "2026-01-01T00:00:00Z", *url)
+    assert (recovered.status, recovered.out.strip()) == (0, "recovered 2 events of subscription audit")
+    window = await cli("subscriptions", "recover", "audit", "--since", "2026-01-02T00:00:00Z", "--until",
+                       "2026-01-01T00:00:00Z", *url)
+    assert window.status == 1 and window.err.startswith("jobwire: 422 ") and "until" in window.err
+    with pytest.raises(SystemExit) as bad_type:
+        await cli("subscriptions", "put", "audit", "http://127.0.0.1:9/events", "--type", "execution.x", *url)
+    assert bad_type.value.code == 2
+
+    added = (await cli("subscriptions", "add-secret", "audit", *url, "--json")).json()
+    assert added["secret"].startswith("whsec_")
+    retired = await cli("subscriptions", "delete-secret", "audit", added["id"], *url)
+    assert retired.out.strip() == f"deleted secret {added['id']} of subscription audit"
+    deleted = await cli("subscriptions", "delete", "audit", *url)
+    assert deleted.status == 0 and deleted.out.strip() == "deleted subscription audit"
+    gone = await cli("subscriptions", "show", "audit", *url)
+    assert gone.status == 1 and gone.err.startswith("jobwire: 404 ")

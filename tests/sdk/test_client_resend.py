@@ -59,6 +59,17 @@ CALLS: dict[str, tuple[Call, bool]] = {
     "bulkDeleteExecutions by ids": (lambda c: c.executions.bulk_delete(ids=[ID]), True),
     "listEvents": (lambda c: c.events.page(types=["execution.cancelled"], queue="q"), True),
     "listEvents followed to the end": (lambda c: c.events.list("cursor", handler="h"), True),
+    "streamEvents": (lambda c: c.events.stream("cursor", types=["execution.cancelled"], handler="h"), True),
+    "putSubscription": (lambda c: c.subscriptions.put("s", "http://127.0.0.1:9/", types=["execution.failed"]),
+                        False),
+    "getSubscription": (lambda c: c.subscriptions.get("s"), True),
+    "listSubscriptions": (lambda c: c.subscriptions.list(), True),
+    "deleteSubscription": (lambda c: c.subscriptions.delete("s"), True),
+    "addSubscriptionSecret": (lambda c: c.subscriptions.add_secret("s"), False),
+    "deleteSubscriptionSecret": (lambda c: c.subscriptions.delete_secret("s", ID), True),
+    "listSubscriptionDeliveries": (lambda c: c.subscriptions.deliveries("s", status="dead"), True),
+    "resendDelivery": (lambda c: c.subscriptions.resend("s", 7), False),
+    "recoverSubscription": (lambda c: c.subscriptions.recover("s", "2026-12-01T00:00:00Z"), True),
     "putSchedule": (lambda c: c.schedules.put("s", "* * * * *", "h"), True),
     "getSchedule": (lambda c: c.schedules.get("s"), True),
     "listSchedules": (lambda c: c.schedules.list(), True),
@@ -123,6 +134,20 @@ async def test_the_handler_put_says_how_to_recover_its_secret(hang_up, make_clie
     assert said.startswith("Outcome unknown: PUT /v1/handlers/mailer: the connection failed after the request")
     assert "GET /v1/handlers/mailer (client.handlers.get)" in said
     assert "add one with POST /v1/handlers/mailer/secrets (client.handlers.add_secret)" in said
+
+
+async def test_the_subscription_put_and_resend_say_how_to_find_out(hang_up, make_client: MakeClient):
+    url, _ = hang_up
+    client = make_client(url)
+    with pytest.raises(Unavailable) as lost:
+        await client.subscriptions.put("audit", "http://127.0.0.1:9/events")
+    said = str(lost.value)
+    assert said.startswith("Outcome unknown: PUT /v1/subscriptions/audit: the connection failed after the request")
+    assert "add one with POST /v1/subscriptions/audit/secrets (client.subscriptions.add_secret)" in said
+    with pytest.raises(Unavailable) as lost:
+        await client.subscriptions.resend("audit", 42)
+    assert "refused (409) while a node sends the first" in str(lost.value)
+    assert "if delivery 42 was tried after your request" in str(lost.value)
 
 
 # --- against a real node, behind a proxy that loses Jobwire's first reply ----------------------

@@ -45,6 +45,16 @@ CLIENT_METHODS = {
     "bulkCancelExecutions": "executions.bulk_cancel",
     "bulkDeleteExecutions": "executions.bulk_delete",
     "listEvents": "events.page",
+    "streamEvents": "events.stream",
+    "putSubscription": "subscriptions.put",
+    "getSubscription": "subscriptions.get",
+    "listSubscriptions": "subscriptions.list",
+    "deleteSubscription": "subscriptions.delete",
+    "addSubscriptionSecret": "subscriptions.add_secret",
+    "deleteSubscriptionSecret": "subscriptions.delete_secret",
+    "listSubscriptionDeliveries": "subscriptions.deliveries",
+    "resendDelivery": "subscriptions.resend",
+    "recoverSubscription": "subscriptions.recover",
     "putSchedule": "schedules.put",
     "getSchedule": "schedules.get",
     "listSchedules": "schedules.list",
@@ -66,9 +76,9 @@ CLIENT_METHODS = {
 # Context), not the client's, which holds an API key.
 CALLBACKS = {"appendExecutionLogs", "completeExecution", "reportProgress", "heartbeat", "getStep", "putStep"}
 
-RESOURCES = ("handlers", "jobs", "executions", "events", "schedules", "queues", "nodes", "api_keys")
+RESOURCES = ("handlers", "jobs", "executions", "events", "subscriptions", "schedules", "queues", "nodes", "api_keys")
 ITERATORS = {("executions", "list"), ("executions", "logs"), ("executions", "events"), ("handlers", "keys"),
-             ("events", "list"), ("events", "follow")}
+             ("events", "list"), ("events", "follow"), ("events", "stream"), ("subscriptions", "deliveries")}
 
 # Each resource object and the schemas of the document it is read from.
 SCHEMAS = {
@@ -84,6 +94,8 @@ SCHEMAS = {
     models.LogEntry: ["LogOut"],
     models.BulkResult: ["BulkResultOut"],
     models.Handler: ["HandlerOut"],
+    models.Subscription: ["SubscriptionOut"],
+    models.Delivery: ["DeliveryOut"],
     models.Circuit: ["CircuitOut"],
     models.AdaptiveLimit: ["AdaptiveOut"],
     models.HandlerSecret: ["HandlerSecretOut", "SecretCreated"],

@@ -52,11 +52,13 @@ async def drain(stream: asyncio.StreamReader, into: list[str]) -> None:
 
 
 @asynccontextmanager
-async def running_example(example_app: tuple[str, Path], secret: str, port: int) -> AsyncIterator[list[str]]:
-    """`JOBWIRE_HANDLER_SECRET=… PORT=… node server.js`, until it prints `listening on <port>`;
-    yields its output lines (stdout and stderr, drained so that it never blocks on a pipe)."""
+async def running_example(example_app: tuple[str, Path], secret: str, port: int,
+                          secret_variable: str = "JOBWIRE_HANDLER_SECRET") -> AsyncIterator[list[str]]:
+    """`JOBWIRE_HANDLER_SECRET=… PORT=… node server.js` (the secret in `secret_variable`), until it
+    prints `listening on <port>`; yields its output lines (stdout and stderr, drained so that it
+    never blocks on a pipe)."""
     node, app = example_app
-    env = {**os.environ, "PORT": str(port), "HOST": "127.0.0.1", "JOBWIRE_HANDLER_SECRET": secret}
+    env = {**os.environ, "PORT": str(port), "HOST": "127.0.0.1", secret_variable: secret}
     process = await asyncio.create_subprocess_exec(node, "server.js", cwd=app, env=env,
                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     assert process.stdout is not None and process.stderr is not None

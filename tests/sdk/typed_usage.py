@@ -18,6 +18,7 @@ from jobwire import (
     Circuit,
     ConcurrencyKey,
     Debounce,
+    Delivery,
     Event,
     EventPage,
     Execution,
@@ -32,8 +33,10 @@ from jobwire import (
     RateLimit,
     Readiness,
     Schedule,
+    Subscription,
     Unavailable,
 )
+from jobwire.events import SubscriberApp, subscriber, verify
 from jobwire.resources import AsyncEventFeed, EventFeed
 from jobwire.types import Job
 
@@ -94,6 +97,19 @@ def blocking(url: str) -> None:
         assert_type(listed_events.cursor, str | None)
         followed = client.events.follow(listed_events.cursor, poll_seconds=0.5, types="execution.succeeded")
         assert_type(next(followed).data.execution_id, str)
+        subscription = client.subscriptions.put("audit", "https://audit.example.com/events",
+                                                types=["execution.dead_lettered"], queues=("mail",))
+        assert_type(subscription, Subscription)
+        assert_type(subscription.secret, str | None)
+        assert_type(subscription.failing_since, datetime | None)
+        assert_type(client.subscriptions.list(), list[Subscription])
+        assert_type(client.subscriptions.add_secret("audit"), HandlerSecret)
+        for delivery in client.subscriptions.deliveries("audit", status="dead"):
+            assert_type(delivery, Delivery)
+            assert_type(delivery.event.data.execution_id, str)
+            assert_type(client.subscriptions.resend("audit", delivery.id), Delivery)
+        assert_type(client.subscriptions.deliveries_page("audit", None, limit=10), Page[Delivery])
+        assert_type(client.subscriptions.recover("audit", datetime.now(UTC) - timedelta(days=1)), int)
         assert_type(client.executions.bulk_retry(queue="mail", limit=500), BulkResult)
         assert_type(client.executions.bulk_cancel(ids=[execution.id]), BulkResult)
         schedule = client.schedules.put("nightly", "0 3 * * *", "mailer", timezone="Europe/Paris", enabled=False)
@@ -143,3 +159,16 @@ async def asynchronous(url: str) -> None:
             assert_type(change.occurred_at, datetime)
             assert_type(following.cursor, str | None)
         assert_type(await client.readiness(), Readiness)
+        assert_type(await client.subscriptions.get("audit"), Subscription)
+        assert_type(client.subscriptions.deliveries("audit"), AsyncIterator[Delivery])
+        assert_type(await client.subscriptions.recover("audit", "2026-12-01T00:00:00Z", None), int)
+
+
+async def on_event(event: Event) -> None:
+    assert_type(event.data.new_state, str)
+
+
+def receiving(body: bytes, headers: dict[str, str], secret: str) -> None:
+    assert_type(subscriber(on_event, secret), SubscriberApp)
+    assert_type(subscriber(lambda event: None, [secret, secret]), SubscriberApp)
+    assert_type(verify(body, headers, secret), Event)

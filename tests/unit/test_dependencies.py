@@ -72,7 +72,9 @@ def undeclared(root: Path, allowed: set[str]) -> dict[str, str]:
 
 
 def test_every_third_party_module_the_service_imports_is_a_runtime_dependency() -> None:
-    assert undeclared(REPO / "app", declared(SERVICE) | {"jobwire"}) == {}
+    """Or one of the `otel` extra's, which app/delivery/telemetry.py alone imports (JOBWIRE_OTEL)."""
+    assert undeclared(REPO / "app", declared(SERVICE, "otel") | {"jobwire"}) == {}
+    assert imports(REPO / "app").get("opentelemetry", set()) <= {"app/delivery/telemetry.py"}
 
 
 def test_every_third_party_module_the_sdk_imports_is_a_dependency_of_the_sdk() -> None:
@@ -93,10 +95,10 @@ def test_every_third_party_module_the_tests_import_is_declared_for_them() -> Non
 
 
 def test_every_declared_dependency_has_one_floor_that_ci_installs() -> None:
-    """The floor venv pins what .ci/lower_bounds.py prints: every dependency of the service (runtime
-    and test) and of the SDK (runtime and optional) but the SDK itself, which installs from the tree."""
+    """The floor venv pins what .ci/lower_bounds.py prints: every dependency of the service (runtime,
+    test and otel) and of the SDK (runtime and optional) but the SDK itself, which installs from the tree."""
     pinned = lower_bounds().floors()
-    everything = declared(SERVICE, "test") | declared(SDK, "asyncpg", "psycopg")
+    everything = declared(SERVICE, "test", "otel") | declared(SDK, "asyncpg", "psycopg")
     assert set(pinned) == everything - {"jobwire-sdk"}
 
 

@@ -23,6 +23,7 @@ OPERATION_IDS = {
     ("delete", "/v1/handlers/{name}/secrets/{secret_id}"): "deleteHandlerSecret",
     ("get", "/v1/handlers/{name}/keys"): "listHandlerKeys",
     ("get", "/v1/events"): "listEvents",
+    ("get", "/v1/events/stream"): "streamEvents",
     ("post", "/v1/handlers/{name}/keys/{key}/pause"): "pauseHandlerKey",
     ("post", "/v1/handlers/{name}/keys/{key}/resume"): "resumeHandlerKey",
     ("post", "/v1/jobs"): "enqueueJob",
@@ -61,8 +62,19 @@ OPERATION_IDS = {
     ("get", "/healthz"): "health",
     ("get", "/readyz"): "readiness",
     ("get", "/metrics"): "metrics",
-    ("post", "jobDispatch"): "dispatchJob",  # the webhook
+    ("put", "/v1/subscriptions/{name}"): "putSubscription",
+    ("get", "/v1/subscriptions/{name}"): "getSubscription",
+    ("delete", "/v1/subscriptions/{name}"): "deleteSubscription",
+    ("get", "/v1/subscriptions"): "listSubscriptions",
+    ("post", "/v1/subscriptions/{name}/secrets"): "addSubscriptionSecret",
+    ("delete", "/v1/subscriptions/{name}/secrets/{secret_id}"): "deleteSubscriptionSecret",
+    ("get", "/v1/subscriptions/{name}/deliveries"): "listSubscriptionDeliveries",
+    ("post", "/v1/subscriptions/{name}/deliveries/{delivery_id}/resend"): "resendDelivery",
+    ("post", "/v1/subscriptions/{name}/recover"): "recoverSubscription",
+    ("post", "jobDispatch"): "dispatchJob",  # the webhooks
+    ("post", "eventDelivery"): "deliverEvent",
 }
+WEBHOOKS = {"jobDispatch", "eventDelivery"}  # what Jobwire sends: whatever the receiver answers
 
 
 def operations() -> Iterator[tuple[str, str, dict[str, Any]]]:
@@ -92,7 +104,7 @@ def test_every_operation_has_one_resource_tag_described_at_the_top() -> None:
     described = {tag["name"]: tag.get("description") for tag in DOCUMENT["tags"]}
     assert all(described.values())
     assert set(described) == {"handlers", "jobs", "executions", "callbacks", "events", "schedules", "queues", "nodes",
-                              "api-keys", "health", "dispatch"}
+                              "api-keys", "health", "dispatch", "subscriptions", "event-delivery"}
     used = set()
     for method, path, operation in operations():
         assert len(operation["tags"]) == 1 and operation["tags"][0] in described, (method, path)
@@ -126,8 +138,8 @@ def test_job_ids_are_free_strings_not_uuids() -> None:
 
 def test_every_error_response_is_problem_json_only() -> None:
     for method, path, operation in operations():
-        if path == "jobDispatch":
-            continue  # a handler's replies: whatever it sends
+        if path in WEBHOOKS:
+            continue  # a handler's or subscriber's replies: whatever it sends
         for status, response in operation["responses"].items():
             if not status.startswith("2"):
                 assert set(response["content"]) == {"application/problem+json"}, (method, path, status)
@@ -149,7 +161,7 @@ def test_problems_that_say_when_to_come_back_declare_their_headers() -> None:
 
 def test_every_operation_that_takes_a_body_may_answer_413() -> None:
     # The body cap answers before any route (BodyLimitMiddleware).
-    taking = [(m, p) for m, p, o in operations() if "requestBody" in o and p != "jobDispatch"]
+    taking = [(m, p) for m, p, o in operations() if "requestBody" in o and p not in WEBHOOKS]
     assert len(taking) > 10
     for method, path in taking:
         assert "413" in DOCUMENT["paths"][path][method]["responses"], (method, path)
@@ -183,7 +195,7 @@ def test_queue_counts_name_each_counted_state() -> None:
 def test_the_management_and_callback_schemes_stay_declared() -> None:
     schemes = DOCUMENT["components"]["securitySchemes"]
     assert set(schemes) == {"HTTPBearer", "CallbackToken"}
-    securities = {m + " " + p: o["security"] for m, p, o in operations() if p != "jobDispatch"}
+    securities = {m + " " + p: o["security"] for m, p, o in operations() if p not in WEBHOOKS}
     assert securities["post /v1/jobs"] == [{"HTTPBearer": []}]
     assert securities["post /v1/executions/{execution_id}/complete"] == [{"CallbackToken": []}]
     assert DOCUMENT["paths"]["/v1/jobs"]["post"]["x-jobwire-scope"] == "enqueue"

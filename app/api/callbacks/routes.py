@@ -48,7 +48,9 @@ async def complete(request: Request) -> Response:
         error_type=body.error.type if body.error else None,
         retryable=body.retryable,
     )
-    return FastJSON(execution_view(await s.callbacks.complete(execution_id, bearer_token(request), completion)))
+    done = await s.callbacks.complete(execution_id, bearer_token(request), completion,
+                                      traceparent=request.headers.get("traceparent"))
+    return FastJSON(execution_view(done))
 
 
 @router.post("/{execution_id}/progress", operation_id="reportProgress", response_model=CancelRequested)

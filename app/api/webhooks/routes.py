@@ -8,10 +8,12 @@ from typing import Annotated
 from uuid import UUID
 
 from fastapi import APIRouter, Header
+from starlette.responses import Response
 
+from app.api.executions.models import EventOut
 from app.api.webhooks.models import DispatchRequest, HandlerFailure, HandlerReply
 
-router = APIRouter(tags=["dispatch"])
+router = APIRouter()
 
 RETRY_AFTER = {"Retry-After": {"description": "seconds, or an HTTP date: the next attempt waits that long (capped "
                                               "by JOBWIRE_RETRY_MAX_DELAY) instead of the backoff",
@@ -19,7 +21,7 @@ RETRY_AFTER = {"Retry-After": {"description": "seconds, or an HTTP date: the nex
 
 
 @router.post(
-    "jobDispatch", operation_id="dispatchJob", summary="Dispatch an attempt to its handler",
+    "jobDispatch", operation_id="dispatchJob", summary="Dispatch an attempt to its handler", tags=["dispatch"],
     status_code=200, response_model=HandlerReply,
     response_description="done: the attempt SUCCEEDED (any 2xx but 202), with `result` from a JSON body",
     responses={
@@ -60,3 +62,36 @@ async def dispatch_job(
     no reply before `deadline`, fails or abandons the attempt (retried while attempts remain).
     A failing reply names its error as the `complete` callback does, with a JSON body
     `{"error": {"type", "message"}, "retryable"?}`."""
+
+
+@router.post(
+    "eventDelivery", operation_id="deliverEvent", summary="Deliver an event to a subscriber", tags=["event-delivery"],
+    status_code=200, response_class=Response,
+    response_description="any 2xx acknowledges the event: it is not sent again (unless resent); the body is ignored",
+    responses={
+        "4XX": {"description": "not acknowledged: tried again after 1 s, doubling to 10 minutes, until "
+                               "JOBWIRE_EVENT_RETRY_SECONDS after it was written; then the delivery is dead"},
+        "5XX": {"description": "as a 4xx; so are a redirect (never followed), a timeout (10 s) and a connection "
+                               "error. While a subscription fails, one delivery at a time probes it"},
+    },
+)
+async def deliver_event(
+    body: EventOut,
+    webhook_id: Annotated[str, Header(alias="webhook-id", description=(
+        "the event's id, the same on every try (and to every subscriber): dedupe on it"))],
+    webhook_timestamp: Annotated[int, Header(alias="webhook-timestamp", description=(
+        "Unix seconds when it was signed: refuse one far from now (replay)"))],
+    webhook_signature: Annotated[str, Header(alias="webhook-signature", description=(
+        "`v1,<base64 HMAC-SHA256(key, \"<webhook-id>.<webhook-timestamp>.<body>\")>`, one per active signing "
+        "secret of the subscription (newest first), space-separated. Verify with any Standard Webhooks library"))],
+    jobwire_subscription: Annotated[str, Header(alias="jobwire-subscription", description="the subscription's name")],
+    jobwire_event_type: Annotated[str, Header(alias="jobwire-event-type", description="the event's `type`")],
+    user_agent: Annotated[str, Header(alias="User-Agent", description="`Jobwire/<version>`")],
+) -> None:
+    """Each event a subscription wants is one signed POST of the item `GET /v1/events` lists
+    (`{id, type, occurred_at, data}`: the curated event, no payload, result or error text) to its
+    URL, at least once. Types: `execution.succeeded`, `execution.failed` (an attempt failed),
+    `execution.abandoned`, `execution.dead_lettered`, `execution.cancelled`, `execution.retried` (a
+    manual retry). Per execution, events arrive in the order they committed: a later one waits
+    until the earlier one is acknowledged or dead; events of different executions may arrive in
+    any order. The answer's body is read up to 64 KiB and ignored."""

@@ -21,5 +21,10 @@ RETURNING id
 -- name: executions_delete_events
 -- The events of executions just deleted. A statement of its own, after the delete: a purge that
 -- waited for a row lock (a late success committing) deletes the row as that writer left it, and
--- only a new snapshot sees the event it wrote. No writer adds one later: the row is gone.
-DELETE FROM job_events WHERE execution_id = ANY(CAST(:ids AS uuid[]))
+-- only a new snapshot sees the event it wrote. No writer adds one later: the row is gone. Events a
+-- subscription has not read yet are delivered from the rows going (deliver_deleted).
+WITH deleted_events AS (
+    DELETE FROM job_events WHERE execution_id = ANY(CAST(:ids AS uuid[]))
+    RETURNING id, execution_id, event, type, occurred_at, xact, attempt
+)
+$deliver_deleted

@@ -42,7 +42,11 @@ WITH due AS MATERIALIZED (
 ), gone AS (
     DELETE FROM job_executions WHERE id = ANY(ARRAY(SELECT id FROM due))
     RETURNING id, created_at
-), ev AS (
+), deleted_events AS (
     DELETE FROM job_events WHERE execution_id = ANY(ARRAY(SELECT id FROM gone))
+    RETURNING id, execution_id, event, type, occurred_at, xact, attempt
+), delivered AS (
+    -- Events a subscription has not read yet (rare: they are older than the retention).
+    $deliver_deleted
 )
 SELECT g.created_at, g.id, count(*) OVER () AS deleted FROM gone g ORDER BY g.created_at DESC, g.id LIMIT 1

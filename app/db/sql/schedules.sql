@@ -140,13 +140,17 @@ WHERE job_id = :job_id
 
 -- name: schedule_delete_succeeded
 -- tracked: false keeps no history of successes: the schedule's SUCCEEDED executions go, with
--- their events (logs and steps go by their foreign keys).
+-- their events (logs and steps go by their foreign keys); the events a subscription has not read
+-- yet are delivered from the rows going.
 WITH d AS (
     DELETE FROM job_executions
     WHERE job_id = :job_id AND job_type = 'CRON' AND state = 'SUCCEEDED'
     RETURNING id
+), deleted_events AS (
+    DELETE FROM job_events WHERE execution_id IN (SELECT id FROM d)
+    RETURNING id, execution_id, event, type, occurred_at, xact, attempt
 )
-DELETE FROM job_events WHERE execution_id IN (SELECT id FROM d)
+$deliver_deleted
 
 -- name: db_now
 -- The database clock: schedules are evaluated against it on every node, never a node's own.

@@ -17,6 +17,7 @@ from jobwire.models import (
     Circuit,
     ConcurrencyKey,
     Debounce,
+    Delivery,
     Event,
     EventPage,
     Execution,
@@ -32,11 +33,13 @@ from jobwire.models import (
     RateLimit,
     Readiness,
     Schedule,
+    StreamedEvent,
+    Subscription,
     TransitionEvent,
 )
 
 __all__ = ["TERMINAL_STATES", "AdaptiveLimit", "ApiKey", "AsyncJobwireClient", "Attempt", "Blocker", "Blockers",
-           "BulkResult", "Circuit", "ConcurrencyKey", "Debounce", "Event", "EventPage", "Execution", "Handler",
-           "HandlerSecret", "Health", "InvalidResponse", "JobwireClient", "JobwireError", "KeyRate", "LogEntry", "Node",
-           "Page", "ProblemError", "Progress", "Queue", "RateLimit", "Readiness", "Retries", "Schedule",
-           "TransitionEvent", "Unavailable", "__version__"]
+           "BulkResult", "Circuit", "ConcurrencyKey", "Debounce", "Delivery", "Event", "EventPage", "Execution",
+           "Handler", "HandlerSecret", "Health", "InvalidResponse", "JobwireClient", "JobwireError", "KeyRate",
+           "LogEntry", "Node", "Page", "ProblemError", "Progress", "Queue", "RateLimit", "Readiness", "Retries",
+           "Schedule", "StreamedEvent", "Subscription", "TransitionEvent", "Unavailable", "__version__"]

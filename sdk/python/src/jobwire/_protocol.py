@@ -40,7 +40,10 @@ class Call(Generic[T]):
     """One API request and how to read its answer. `operation` is its operationId in the OpenAPI
     document, the key of its row in `_resend.RESEND`; `name` the path's variable part as the
     caller gave it (for messages). `answers`: statuses that are an answer rather than a refusal
-    (`/readyz`'s 503); `text`: the answer is text, not JSON."""
+    (`/readyz`'s 503); `text`: the answer is text, not JSON; `cursor_param`: the query parameter
+    a listing's next page is asked with (`cursor`, or `after` where the API names it so);
+    `stream`: the answer is a stream (server-sent events), decoded from the httpx.Response still
+    open, its body unread (a refusal's body is read, and the response closed, by the driver)."""
 
     operation: str
     method: str
@@ -52,6 +55,8 @@ class Call(Generic[T]):
     name: str = ""
     answers: frozenset[int] = frozenset()
     text: bool = False
+    cursor_param: str = "cursor"
+    stream: bool = False
 
     def request_args(self) -> dict[str, Any]:
         """Keyword arguments of httpx's `Client.request` / `AsyncClient.request`."""
@@ -132,6 +137,10 @@ def exchange(call: Call[T], retries: Retries) -> Program[T]:
 def decode(call: Call[T], response: httpx.Response) -> T:
     if response.status_code >= 400 and response.status_code not in call.answers:
         raise problem(response, ProblemError)
+    if call.stream:
+        if response.status_code != 200:  # not a stream: what answered is not Jobwire's stream
+            raise problem(response, ProblemError)
+        return call.decode(response)
     try:
         if call.text:
             return call.decode(response.text)
@@ -222,7 +231,7 @@ def following(call: Call[Page[T]], page: Page[T]) -> Call[Page[T]] | None:
     """The call for the page after `page`, or None after the last."""
     if page.next_cursor is None:
         return None
-    return replace(call, params={**(call.params or {}), "cursor": page.next_cursor})
+    return replace(call, params={**(call.params or {}), call.cursor_param: page.next_cursor})
 
 
 # --- wait ----------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ the request went out, then the connection dropped or the read timed out (or some
 Jobwire answered 503). Jobwire may have applied it. A request is sent again after that only when
 doing it twice does no more than doing it once: a read, a DELETE, a PUT of a whole definition, an
 enqueue (which always carries an idempotency key) unless it debounces, a pause or resume, a bulk
-cancel or delete of given ids. The others raise `Unavailable` with `maybe_applied` set, saying
-how to find out.
+cancel or delete of given ids, a subscription's recover. The others raise `Unavailable` with
+`maybe_applied` set, saying how to find out.
 
 A DELETE sent again may find its target gone: a 404 then means what was asked holds, and the
 call returns as if the first reply had arrived.
@@ -105,8 +105,33 @@ RESEND: Mapping[str, Resend] = {
         "those whose new attempt has already failed (by filter, it would also select others)",
         "List the executions (client.executions.list, or get each of the ids): those ENQUEUED or with a higher "
         "attempt were retried; send the bulk retry again for the others"),
-    # the event feed: a read
+    # the event feed and its stream: reads (a stream reconnects by itself, from its last event)
     "listEvents": SAFE,
+    "streamEvents": SAFE,
+    # event subscriptions: as handlers, whose secrets they share the rules of
+    "putSubscription": unsafe(
+        "a PUT that creates the subscription shows its signing secret in that reply only",
+        "GET {path} (client.subscriptions.get): if the subscription exists with your URL, the PUT was applied "
+        "and, had it created the subscription, its first secret was in the lost reply: add one with POST "
+        "{path}/secrets (client.subscriptions.add_secret) and give that to the subscriber; if it does not exist, "
+        "send the PUT again"),
+    "getSubscription": SAFE,
+    "listSubscriptions": SAFE,
+    "deleteSubscription": DELETE,
+    "addSubscriptionSecret": unsafe(
+        "each POST adds another secret, shown in its reply only",
+        "GET the subscription (client.subscriptions.get): a secret you do not know in its `secrets` was added by "
+        "the lost request; delete it (client.subscriptions.delete_secret) and add another"),
+    "deleteSubscriptionSecret": DELETE,
+    "listSubscriptionDeliveries": SAFE,
+    "resendDelivery": unsafe(
+        "a second resend is refused (409) while a node sends the first, which would say the resend failed, "
+        "and sends the event once more if the first was already delivered",
+        "List the subscription's deliveries (client.subscriptions.deliveries): if delivery {name} was tried after "
+        "your request, or waits for its next try now, the resend was applied; otherwise resend it again"),
+    # A recover opens one delivery per event of the window, or opens the same one again: sent twice,
+    # it sends again only what the first sent, with the same webhook-id (at least once allows it).
+    "recoverSubscription": SAFE,
     # schedules: a PUT is the whole definition
     "putSchedule": SAFE,
     "getSchedule": SAFE,

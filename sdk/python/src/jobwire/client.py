@@ -33,6 +33,7 @@ from jobwire.resources import (
     AsyncNodes,
     AsyncQueues,
     AsyncSchedules,
+    AsyncSubscriptions,
     Events,
     Executions,
     Handlers,
@@ -40,11 +41,13 @@ from jobwire.resources import (
     Nodes,
     Queues,
     Schedules,
+    Subscriptions,
 )
 from jobwire.resources import health as probes
 
 T = TypeVar("T")
 USER_AGENT = f"jobwire-sdk/{__version__}"
+STREAM_READ_SECONDS = 45.0  # three of the event stream's keepalive intervals
 
 
 def base_url_of(url: str) -> str:
@@ -69,6 +72,14 @@ def http_options(base_url: str, api_key: str | None, timeout: float | httpx.Time
     return {"base_url": base_url_of(base_url), "timeout": timeout, "headers": sent, "follow_redirects": False}
 
 
+def stream_timeout(timeout: httpx.Timeout) -> httpx.Timeout:
+    """The client's timeouts for a stream, but for reads: a stream is silent for up to 15 s (its
+    keepalive), so a read waits at least STREAM_READ_SECONDS (a connection dead for that long is
+    dropped, and the stream reconnects); None (no limit) stays None."""
+    read = None if timeout.read is None else max(timeout.read, STREAM_READ_SECONDS)
+    return httpx.Timeout(connect=timeout.connect, read=read, write=timeout.write, pool=timeout.pool)
+
+
 class _Blocking:
     """Performs a program's steps with httpx.Client and time.sleep."""
 
@@ -86,9 +97,22 @@ class _Blocking:
         if isinstance(step, Sleep):
             return time.sleep(step.seconds)
         try:
+            if step.call.stream:
+                return self._open(step.call)
             return self._http.request(**step.call.request_args())
         except httpx.TransportError as exc:
             return exc
+
+    def _open(self, call: Call[Any]) -> httpx.Response:
+        """A streamed answer, its body unread; a refusal is read whole and closed."""
+        request = self._http.build_request(**call.request_args(), timeout=stream_timeout(self._http.timeout))
+        response = self._http.send(request, stream=True)
+        if response.status_code != 200:
+            try:
+                response.read()
+            finally:
+                response.close()
+        return response
 
     def iterate(self, first: Call[Page[T]]) -> Iterator[T]:
         call: Call[Page[T]] | None = first
@@ -115,9 +139,22 @@ class _Asynchronous:
         if isinstance(step, Sleep):
             return await asyncio.sleep(step.seconds)
         try:
+            if step.call.stream:
+                return await self._open(step.call)
             return await self._http.request(**step.call.request_args())
         except httpx.TransportError as exc:
             return exc
+
+    async def _open(self, call: Call[Any]) -> httpx.Response:
+        """A streamed answer, its body unread; a refusal is read whole and closed."""
+        request = self._http.build_request(**call.request_args(), timeout=stream_timeout(self._http.timeout))
+        response = await self._http.send(request, stream=True)
+        if response.status_code != 200:
+            try:
+                await response.aread()
+            finally:
+                await response.aclose()
+        return response
 
     async def iterate(self, first: Call[Page[T]]) -> AsyncIterator[T]:
         call: Call[Page[T]] | None = first
@@ -130,7 +167,7 @@ class _Asynchronous:
 
 class JobwireClient:
     """The Jobwire API, blocking, grouped by resource: `handlers`, `jobs`, `executions`, `events`,
-    `schedules`, `queues`, `nodes`, `api_keys`. Use it as a context manager or call `close()`.
+    `subscriptions`, `schedules`, `queues`, `nodes`, `api_keys`. Use it as a context manager or call `close()`.
 
     `retries` bounds how often a request is tried again after a 503 or a failed connection
     (`Retries(attempts=1)` turns that off; which requests may be sent again at all is fixed per
@@ -149,6 +186,7 @@ class JobwireClient:
         self.queues = Queues(self._driver)
         self.nodes = Nodes(self._driver)
         self.api_keys = ApiKeys(self._driver)
+        self.subscriptions = Subscriptions(self._driver)
 
     def health(self) -> Health:
         """`/healthz`: the node answers."""
@@ -175,7 +213,7 @@ class JobwireClient:
 
 class AsyncJobwireClient:
     """The Jobwire API for asyncio: JobwireClient's resources and methods, each awaited (`list`,
-    `logs`, `events`, `keys` and `follow` give async iterators). Use `async with` or `await close()`."""
+    `logs`, `events`, `keys`, `deliveries` and `follow` give async iterators). Use `async with` or `await close()`."""
 
     def __init__(self, base_url: str, api_key: str | None = None, timeout: float | httpx.Timeout = 30.0, *,
                  retries: Retries | None = None, headers: Mapping[str, str] | None = None) -> None:
@@ -189,6 +227,7 @@ class AsyncJobwireClient:
         self.queues = AsyncQueues(self._driver)
         self.nodes = AsyncNodes(self._driver)
         self.api_keys = AsyncApiKeys(self._driver)
+        self.subscriptions = AsyncSubscriptions(self._driver)
 
     async def health(self) -> Health:
         """`/healthz`: the node answers."""

@@ -8,7 +8,7 @@ older server may lack, has one (`Execution.progress` is None until a handler rep
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
@@ -17,7 +17,7 @@ from jobwire._resource import Resource, many, one, parse_time, times
 __all__ = ["TERMINAL_STATES", "AdaptiveLimit", "ApiKey", "Attempt", "Blocker", "Blockers", "BulkResult", "Circuit",
            "ConcurrencyKey", "Debounce", "Event", "EventPage", "Execution", "Handler", "HandlerSecret", "Health",
            "KeyRate", "LogEntry", "Node", "Page", "Progress", "Queue", "RateLimit", "Readiness", "Schedule",
-           "TransitionEvent", "parse_time"]
+           "Delivery", "StreamedEvent", "Subscription", "TransitionEvent", "parse_time"]
 
 T = TypeVar("T")
 
@@ -199,6 +199,20 @@ class EventPage(Resource):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StreamedEvent(Event):
+    """An event as `client.events.stream` yields it: the feed's `Event` (`raw` is the item as sent)
+    and `cursor`, the message's SSE id: where the stream, or the feed, resumes right after it."""
+
+    cursor: str
+
+    @classmethod
+    def of(cls, item: Any, cursor: str) -> StreamedEvent:
+        """The event of one message: its data (the item) and its id."""
+        event = Event.from_json(item)
+        return cls(**{f.name: getattr(event, f.name) for f in fields(Event)}, cursor=cursor)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LogEntry(Resource):
     """A log entry a handler wrote (`GET /v1/executions/{id}/logs`)."""
 
@@ -340,6 +354,63 @@ class ConcurrencyKey(Resource):
     retry_after: datetime | None = None
 
     _READERS = {**times("retry_after"), "rate": KeyRate.from_json}
+
+
+# --- subscriptions ---------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Subscription(Resource):
+    """A subscriber of the event feed (`GET /v1/subscriptions/{name}`): each event it wants is
+    POSTed to `url`, signed, at least once. `types`, `queues` and `handlers` narrow what it
+    receives (None: every one). `state` is `enabled`, or `disabled` once it failed without a
+    success for JOBWIRE_EVENT_DISABLE_AFTER (a put enables it again). While it fails,
+    `failing_since` is set, `failures` counts the failed tries in a row, `retry_at` is the next
+    probe and `last_error` says why; `backlog` counts the deliveries neither acknowledged nor dead.
+    `secret` is set only in the answer to the put that created it: the signing secret, never
+    shown again."""
+
+    name: str
+    url: str
+    types: list[str] | None = None
+    queues: list[str] | None = None
+    handlers: list[str] | None = None
+    state: str = "enabled"  # enabled or disabled
+    failing_since: datetime | None = None
+    failures: int = 0
+    retry_at: datetime | None = None
+    last_error: str | None = None
+    disabled_at: datetime | None = None
+    backlog: int = 0
+    created_at: datetime
+    updated_at: datetime
+    secrets: list[HandlerSecret] = field(default_factory=list)
+    secret: str | None = None
+
+    _READERS = {**times("failing_since", "retry_at", "disabled_at", "created_at", "updated_at"),
+                "secrets": many(HandlerSecret.from_json)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delivery(Resource):
+    """One event's delivery to a subscription (`GET /v1/subscriptions/{name}/deliveries`):
+    `event`, the item it sends (its body); `status` `pending` (not tried yet), `failed` (tried,
+    tried again at `next_try_at`), `delivered` (a 2xx answered) or `dead` (not acknowledged within
+    JOBWIRE_EVENT_RETRY_SECONDS, or its destination refused); `tries`; the last try's HTTP
+    `last_status` (None: no answer) and `last_error`."""
+
+    id: int
+    event: Event
+    execution_id: str
+    status: str
+    tries: int = 0
+    created_at: datetime
+    next_try_at: datetime | None = None
+    last_try_at: datetime | None = None
+    last_status: int | None = None
+    last_error: str | None = None
+    completed_at: datetime | None = None
+
+    _READERS = {**times("created_at", "next_try_at", "last_try_at", "completed_at"), "event": Event.from_json}
 
 
 # --- schedules, queues, nodes, API keys, health ----------------------------------------------

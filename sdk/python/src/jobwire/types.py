@@ -93,6 +93,16 @@ class ScheduleOptions(TypedDict, total=False):
     tracked: bool | None
 
 
+class SubscriptionOptions(TypedDict, total=False):
+    """The fields of `PUT /v1/subscriptions/{name}` beside `url`, each narrowing what it receives
+    (left out or None: every one; the PUT is the whole definition): `types`, event types
+    (`["execution.succeeded", "execution.dead_lettered"]`); `queues`; `handlers`."""
+
+    types: Iterable[str] | None
+    queues: Iterable[str] | None
+    handlers: Iterable[str] | None
+
+
 class ExecutionFilters(TypedDict, total=False):
     """The filters of `GET /v1/executions`; `limit` is the page size (default 50, at most 500)."""
 
@@ -103,14 +113,21 @@ class ExecutionFilters(TypedDict, total=False):
     limit: int | None
 
 
-class EventFilters(TypedDict, total=False):
-    """The filters of `GET /v1/events`: `types`, event types (`["execution.succeeded",
-    "execution.dead_lettered"]`, or one comma-separated string); `queue`; `handler`. `limit` is
-    the page size (default 100, at most 1000)."""
+class EventStreamFilters(TypedDict, total=False):
+    """The filters of `GET /v1/events/stream` (and of the feed): `types`, event types
+    (`["execution.succeeded", "execution.dead_lettered"]`, or one comma-separated string);
+    `queue`; `handler`."""
 
     types: Iterable[str] | str | None
     queue: str | None
     handler: str | None
+
+
+class EventFilters(EventStreamFilters, total=False):
+    """The filters of `GET /v1/events`: `types`, event types (`["execution.succeeded",
+    "execution.dead_lettered"]`, or one comma-separated string); `queue`; `handler`. `limit` is
+    the page size (default 100, at most 1000)."""
+
     limit: int | None
 
 

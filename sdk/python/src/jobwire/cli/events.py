@@ -1,13 +1,18 @@
 """`jobwire events list | tail`: the feed of every execution's transition events, one page at a
-time (with the cursor to go on from), or followed as it grows, one JSON line an event."""
+time (with the cursor to go on from), or followed as it grows (its server-sent event stream), one
+JSON line an event."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from jobwire.cli import output
+from jobwire.errors import ProblemError
+from jobwire.models import Event
+from jobwire.resources import EventFeed, EventStream
 from jobwire.cli.arguments import given, positive
 from jobwire.cli.connection import client_options, open_client, seconds
 from jobwire.cli.failures import CommandError
@@ -30,11 +35,13 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     listing.add_argument("--limit", type=positive, help="at most this many (default 100, at most 1000)")
     listing.set_defaults(run=_list)
 
-    tail = commands.add_parser("tail", parents=[options], help="follow the feed, one JSON line an event, until "
-                               "interrupted (Ctrl-C then says the cursor to resume from, on stderr)")
+    tail = commands.add_parser("tail", parents=[options], help="follow the feed as the node streams it (server-sent "
+                               "events), one JSON line an event, until interrupted (Ctrl-C then says the cursor to "
+                               "resume from, on stderr)")
     _feed_options(tail)
     tail.add_argument("--poll", type=seconds, default=1.0, metavar="SECONDS",
-                      help="how long to wait before asking again at the end of the feed (default %(default)s)")
+                      help="against a node without the stream (an older Jobwire), how long to wait before asking the "
+                           "feed again at its end (default %(default)s)")
     tail.set_defaults(run=_tail)
 
 
@@ -67,13 +74,26 @@ def _list(args: argparse.Namespace) -> None:
 
 
 def _tail(args: argparse.Namespace) -> None:
+    filters = _filters(args)
     with open_client(args) as client:
-        feed = client.events.follow(args.after, poll_seconds=args.poll, **_filters(args))
+        feed: EventStream | EventFeed = client.events.stream(args.after, **filters)
         try:
-            for event in feed:
-                sys.stdout.write(output.dumps(event) + "\n")
-                sys.stdout.flush()
+            try:
+                _print_each(feed)
+            except ProblemError as refused:
+                if refused.status != 404:
+                    raise
+                # A node without the stream (before it, or behind a proxy that routes it nowhere):
+                # poll the feed from where the stream was.
+                feed = client.events.follow(feed.cursor or args.after, poll_seconds=args.poll, **filters)
+                _print_each(feed)
         except KeyboardInterrupt:
             if feed.cursor is not None:
                 print(f"jobwire: stopped; resume with --after {feed.cursor}", file=sys.stderr)
             raise
+
+
+def _print_each(events: Iterable[Event]) -> None:
+    for event in events:
+        sys.stdout.write(output.dumps(event) + "\n")  # the item as the API sends it (a stream's cursor is not in it)
+        sys.stdout.flush()

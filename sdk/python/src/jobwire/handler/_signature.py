@@ -1,6 +1,7 @@
-"""Standard Webhooks verification of a dispatch: any of the handler's secrets against any of the
-request's `v1,` signatures. During a rotation Jobwire signs with every active secret, and a
-handler may hold the old and the new one, so either side can switch first.
+"""Standard Webhooks verification of a dispatch (and, for `jobwire.events`, of an event delivery):
+any of the handler's secrets against any of the request's `v1,` signatures. During a rotation
+Jobwire signs with every active secret, and a handler may hold the old and the new one, so either
+side can switch first.
 
 Not the `standardwebhooks` package (what the docs show applications that verify by themselves):
 its `Webhook.verify` takes one secret per instance, so a rotation would verify the request once
@@ -23,26 +24,27 @@ TOLERANCE_SECONDS = 300
 
 
 class BadSignature(Exception):
-    """Why a request is not a dispatch from Jobwire (the text of the 401)."""
+    """Why a request is not a dispatch (or an event delivery) from Jobwire (the text of the 401)."""
 
 
-def secret_keys(secret: str | Iterable[str]) -> tuple[bytes, ...]:
+def secret_keys(secret: str | Iterable[str], owner: str = "handler") -> tuple[bytes, ...]:
     """The HMAC keys of `whsec_…` secrets, decoded once when the app is built: a typo fails at
-    start-up, not as a 401 on every request."""
+    start-up, not as a 401 on every request. `owner` names whose secrets they are (a handler's,
+    a subscription's), in the messages."""
     secrets = [secret] if isinstance(secret, str) else list(secret)
     if not secrets:
-        raise ValueError("give at least one handler secret (whsec_…)")
+        raise ValueError(f"give at least one {owner} secret (whsec_…)")
     keys = []
     for value in secrets:
         if not isinstance(value, str) or not value.startswith(SECRET_PREFIX):
-            raise ValueError("a handler secret is a 'whsec_…' string (PUT /v1/handlers/{name} answers it)")
+            raise ValueError(f"a {owner} secret is a 'whsec_…' string (PUT /v1/{owner}s/{{name}} answers it)")
         try:
             # Padding added as the standardwebhooks package does: extra '=' are ignored.
             key = base64.b64decode(value.removeprefix(SECRET_PREFIX) + "==")
         except binascii.Error as exc:
-            raise ValueError("a handler secret is 'whsec_' and base64") from exc
+            raise ValueError(f"a {owner} secret is 'whsec_' and base64") from exc
         if not key:
-            raise ValueError("a handler secret may not be empty")
+            raise ValueError(f"a {owner} secret may not be empty")
         keys.append(key)
     return tuple(keys)
 
@@ -56,7 +58,8 @@ class Signed:
     digest: bytes
 
 
-def verify(keys: tuple[bytes, ...], headers: Mapping[str, str], body: bytes, now: float) -> Signed:
+def verify(keys: tuple[bytes, ...], headers: Mapping[str, str], body: bytes, now: float,
+           owner: str = "handler") -> Signed:
     """Raises BadSignature unless one signature in `webhook-signature` is the HMAC-SHA256 of
     `<webhook-id>.<webhook-timestamp>.<body>` under one of `keys`, signed within the tolerance
     of `now`. `headers` has lower-case names; `body` is the raw bytes, as signed."""
@@ -81,4 +84,4 @@ def verify(keys: tuple[bytes, ...], headers: Mapping[str, str], body: bytes, now
             continue
         if any(hmac.compare_digest(given, mac) for mac in expected):
             return Signed(int(timestamp), hashlib.sha256(signed).digest())
-    raise BadSignature("no signature matches the handler's secrets")
+    raise BadSignature(f"no signature matches the {owner}'s secrets")
