@@ -291,6 +291,7 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
                                                         keep_dead=settings.retention_failed)),
                 event_transport,
                 cipher,
+                dispatch_busy=lambda: dispatcher.in_flight * 2 >= settings.concurrency,
             )
             app.state.deliverer = deliverer
             if background:

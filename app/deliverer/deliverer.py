@@ -3,10 +3,12 @@
 Each turn: record the outcomes of the tries that ended (first: a later event of an execution
 waits for them), pump the feed into deliveries, claim as many due ones as there are free slots
 (at most JOBWIRE_EVENT_CONCURRENCY requests in flight), start them, then wait for one to end or
-for the poll interval. Under load the turns come as tries end: the pump then runs at most every
-`pump_interval` (unless the last one was full), a turn waits `batch_window` for more tries to
-end, and a claim waits for half the slots to be free; outcomes and the next claim share one
-transaction. The database sees batches, not a statement per delivery. It has its own HTTP client
+for the poll interval. Outcomes and the next claim share one transaction, and the pump runs at
+most every `pump_interval` (unless the last one was full). While the node's dispatcher is busy
+(`dispatch_busy`: half its slots or more in flight), deliveries give way to jobs: a turn waits
+`batch_window` for more tries to end and a claim waits for half the slots to be free, so the
+database and the CPU see batches, not a statement per delivery; events catch up once the jobs
+ease off. It has its own HTTP client
 and never runs inside a job's transaction, so it cannot slow the dispatch of jobs beyond the
 database work it shares.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.delivery.events import deliver
@@ -34,17 +37,18 @@ class DelivererConfig:
     concurrency: int = 16  # JOBWIRE_EVENT_CONCURRENCY: requests in flight on this node
     poll_interval: float = 0.25  # idle: commit to first try within about this
     pump_interval: float = 0.05  # busy: the most often the feed is pumped
-    batch_window: float = 0.005  # busy: how long a turn waits for more tries to end
+    batch_window: float = 0.02  # dispatch busy: how long a turn waits for more tries to end
     housekeeping_interval: float = 30.0
 
 
 class EventDeliverer:
     def __init__(self, config: DelivererConfig, service: EventDeliveryService, transport: Transport,
-                 cipher: SecretCipher = PLAIN) -> None:
+                 cipher: SecretCipher = PLAIN, dispatch_busy: Callable[[], bool] = lambda: False) -> None:
         self.config = config
         self.service = service
         self.transport = transport
         self.cipher = cipher
+        self.dispatch_busy = dispatch_busy
         self._in_flight: set[asyncio.Task[DeliveryOutcome]] = set()
         self._ended: list[DeliveryOutcome] = []
         self._task: asyncio.Task[None] | None = None
@@ -86,7 +90,8 @@ class EventDeliverer:
             self._pumped_at = now
             self._pump_full = (await self.service.pump()).scanned >= PUMP_BATCH
         free = self.config.concurrency - len(self._in_flight)
-        wanted = free if free > 0 and (not self._in_flight or free >= max(1, self.config.concurrency // 2)) else 0
+        least = max(1, self.config.concurrency // 2) if self.dispatch_busy() else 1
+        wanted = free if free > 0 and (not self._in_flight or free >= least) else 0
         ended, self._ended = self._ended, []
         try:
             claimed = await self.service.settle(ended, wanted)
@@ -116,8 +121,8 @@ class EventDeliverer:
         if self._in_flight:
             done, _ = await asyncio.wait(set(self._in_flight), timeout=self.config.poll_interval,
                                          return_when=asyncio.FIRST_COMPLETED)
-            if done and self._in_flight:
-                await asyncio.sleep(self.config.batch_window)  # the others ending about now join this turn
+            if done and self._in_flight and self.dispatch_busy():
+                await asyncio.sleep(self.config.batch_window)  # the others ending meanwhile join this turn
         else:
             await asyncio.sleep(self.config.poll_interval)
 
