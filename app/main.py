@@ -32,7 +32,9 @@ from app.pruner.pruner import Pruner, PrunerConfig
 from app.deliverer.deliverer import DelivererConfig, EventDeliverer
 from app.domain.subscriptions import MAX_ANSWER_BYTES
 from app.services.event_delivery import DeliveryConfig, EventDeliveryService
+from app.services.signals import SignalService
 from app.services.subscriptions import SubscriptionService
+from app.services.workflows import WorkflowService
 from app.scheduler.scheduler import Scheduler, SchedulerConfig
 from app.domain.retry import RetryPolicy
 from app.delivery.secret_cipher import SecretCipher
@@ -240,6 +242,8 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
                 events=EventFeedService(db),
                 subscriptions=SubscriptionService(db, cipher=cipher, networks=networks,
                                                   retry_seconds=settings.event_retry_seconds),
+                workflows=WorkflowService(db, EnqueueLimits(settings.max_payload_bytes)),
+                signals=SignalService(db),
             )
             app.state.node_id = node_id
             # Database keys and whether the API is open (app/api/auth.py); bootstrap keys: create_api.

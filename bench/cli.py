@@ -37,7 +37,7 @@ SUMMARY_KEYS = {
 # The Jobwire steps --only can name (besides claim_cost and drain_rss), in the order they run.
 STEPS = tuple(SUMMARY_KEYS)
 # The scale steps (bench/scale.py), after the claim cost, each on databases and nodes of its own.
-SCALE_STEPS = ("counts", "saturation", "drain_pruning", "claim_history", "flow", "events")
+SCALE_STEPS = ("counts", "saturation", "drain_pruning", "claim_history", "flow", "events", "workflows")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -11,7 +11,9 @@ own (the usual steps' node is stopped by then, so each step has the server to it
 - flow (bench/flow.py): a drain over 1,000 concurrency keys beside a plain one, the claim with
   10,000 keys due beside a plain backlog, a rate limit's measured rate;
 - events (bench/events.py): the drain with a subscription to every event type beside one
-  without, and how long after it the last event reached the subscriber.
+  without, and how long after it the last event reached the subscriber;
+- workflows (bench/workflows.py): a workflow 1 → 1,000 → 1 beside 1,002 independent jobs, and the
+  database time of the transaction that ends a parent of 10,000 WAITING children.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ async def run_steps(server: Server, args: argparse.Namespace, steps: list[str],
 
         out["counts"] = res = await counts(server, args.counts_rows, args.counts_requests, log)
         log(f"counts: history {_brief(res['history'])}; empty {_brief(res['empty'])}")
-    handler = await start_handler() if {"saturation", "drain_pruning", "flow", "events"} & set(steps) else None
+    handler = (await start_handler() if {"saturation", "drain_pruning", "flow", "events", "workflows"} & set(steps)
+               else None)
     try:
         if "saturation" in steps:
             from bench.saturation import saturation
@@ -59,6 +62,13 @@ async def run_steps(server: Server, args: argparse.Namespace, steps: list[str],
 
             assert handler is not None
             out["events"] = await events(server, args.jobs, args.runs, args.concurrency, handler, log)
+        if "workflows" in steps:
+            from bench.workflows import workflows
+
+            assert handler is not None
+            out["workflows"] = await workflows(server, args.runs, args.concurrency, handler, log,
+                                               repeats=1 if args.quick else 5,
+                                               children=1_000 if args.quick else 10_000)
     finally:
         if handler is not None:
             handler.stop()

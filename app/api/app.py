@@ -33,6 +33,7 @@ from app.api.queues.routes import router as queues
 from app.api.responses import Problem, problem_response, problems
 from app.api.schedules.routes import router as schedules
 from app.api.subscriptions.routes import router as subscriptions
+from app.api.workflows.routes import router as workflows
 from app.api.tags import TAGS
 from app.api.webhooks.routes import router as webhooks
 from app.domain.access import Scope, granting
@@ -46,8 +47,8 @@ errors carry `errors: [{field, message}]`. Management routes take `Authorization
 callback token (`CallbackToken`); health, readiness and metrics take nothing.
 """
 
-MANAGEMENT_ROUTERS = (handlers, jobs, bulk_executions, executions, events, subscriptions, nodes, queues, schedules,
-                      api_keys)
+MANAGEMENT_ROUTERS = (handlers, jobs, workflows, bulk_executions, executions, events, subscriptions, nodes, queues,
+                      schedules, api_keys)
 
 
 def create_api(

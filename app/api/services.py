@@ -20,7 +20,9 @@ from app.services.metrics import MetricsService
 from app.services.queues import QueueService
 from app.services.retention import PurgeService
 from app.services.schedules import ScheduleService
+from app.services.signals import SignalService
 from app.services.subscriptions import SubscriptionService
+from app.services.workflows import WorkflowService
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +42,8 @@ class Services:
     keys: KeyService
     events: EventFeedService
     subscriptions: SubscriptionService
+    workflows: WorkflowService
+    signals: SignalService
 
 
 def services_of(request: Request) -> Services:

@@ -9,6 +9,9 @@ TAGS: list[dict[str, Any]] = [
     {"name": "handlers", "description": "The HTTP endpoints Jobwire dispatches to, each by name, with the signing "
                                         "secrets that sign every dispatch (Standard Webhooks)."},
     {"name": "jobs", "description": "Enqueue work: one job or a batch of up to 1,000, each becoming an execution."},
+    {"name": "workflows", "description": "Jobs with dependencies, made at once: a job waits for its parents, a "
+                                         "parent's end settles its children in the same transaction; seen by "
+                                         "state, cancelled and retried as one."},
     {"name": "executions", "description": "Executions as they are stored: list, show, their attempts, events and "
                                           "logs; cancel, retry and delete, one at a time or in bulk."},
     {"name": "callbacks", "description": "What a handler calls while it works on a dispatched execution, with the "

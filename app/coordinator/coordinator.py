@@ -1,6 +1,6 @@
 """The coordinator's loops: a heartbeat every heartbeat_interval; a scan (dead nodes, deadlines)
 every scan_interval, and between scans a deadline scan as soon as the earliest known deadline
-passes.
+passes; every wake_interval, the suspended executions whose time came are resumed.
 
 Deadlines the loop knows of: the earliest one in the database (read after every scan) and those
 the dispatcher reports as it claims (`expect_deadline`). So an accepted (202) attempt whose
@@ -33,6 +33,7 @@ MIN_DEADLINE_SPACING = 0.5
 class CoordinatorConfig:
     heartbeat_interval: float
     scan_interval: float
+    wake_interval: float = 0.5  # how often suspended executions whose time came are resumed
 
 
 class Coordinator:
@@ -51,6 +52,8 @@ class Coordinator:
             asyncio.create_task(self._every(self.config.heartbeat_interval, self.service.beat, "heartbeat"),
                                 name="jobwire-heartbeat"),
             asyncio.create_task(self._scans(), name="jobwire-scan"),
+            asyncio.create_task(self._every(self.config.wake_interval, self.service.wake_suspended,
+                                            "waking suspended executions"), name="jobwire-wake"),
         ]
 
     def expect_deadline(self, seconds: float) -> None:

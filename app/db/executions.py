@@ -24,7 +24,7 @@ Q = load("executions.sql")
 EVENTS = load("events.sql")
 
 
-def _job_document(job: NewJob) -> dict[str, Any]:
+def job_document(job: NewJob) -> dict[str, Any]:
     """One item of jobwire_enqueue's `jobs` array. Absent keys and JSON nulls take the defaults
     (a payload, parameters or metadata of null is stored as SQL NULL)."""
     doc: dict[str, Any] = {
@@ -61,7 +61,7 @@ class ExecutionRepository:
         request). Raises ValidationFailed naming `jobs[i].field` for what the function refuses
         (an unregistered handler, a key reused with another request body, …): app.db.errors
         translates the function's refusal when the unit of work ends."""
-        rows = await fetch(conn, Q["executions_insert"], jobs=json_param([_job_document(j) for j in jobs]))
+        rows = await fetch(conn, Q["executions_insert"], jobs=json_param([job_document(j) for j in jobs]))
         return [(execution_from(r), bool(r["created"])) for r in rows]
 
     async def has_idempotency_key(self, conn: Connection, key: str) -> bool:

@@ -40,17 +40,20 @@ def files_for(directory: Path, server_major: int) -> dict[str, Path]:
     return {name: path for name, (_, path) in chosen.items()}
 
 
-def apply(bind: Connection, directory: Path) -> None:
-    """Create or replace the functions of `directory`, pinned to the schema the migration runs
-    in: search_path is that one schema while they are created. Bodies are not checked at
-    creation (check_function_bodies off, as pg_dump does), so the order does not matter."""
+def apply(bind: Connection, directory: Path, only: frozenset[str] | None = None) -> None:
+    """Create or replace the functions of `directory` (`only` those named, if given), pinned to the
+    schema the migration runs in: search_path is that one schema while they are created. Bodies
+    are not checked at creation (check_function_bodies off, as pg_dump does), so the order does
+    not matter."""
     major = int(bind.exec_driver_sql("SHOW server_version_num").scalar_one()) // 10000
     previous = bind.exec_driver_sql(
         "SELECT current_setting('search_path'), current_setting('check_function_bodies')").one()
     bind.exec_driver_sql("SELECT set_config('search_path', quote_ident(current_schema()), true), "
                          "set_config('check_function_bodies', 'off', true)")
     try:
-        for _, path in sorted(files_for(directory, major).items()):
+        for name, path in sorted(files_for(directory, major).items()):
+            if only is not None and name not in only:
+                continue
             bind.exec_driver_sql(path.read_text(encoding="utf-8"))
     finally:
         bind.execute(text("SELECT set_config('search_path', :path, true), "

@@ -67,6 +67,8 @@ def execution_from(m: Mapping[str, Any]) -> Execution:
         timeout_seconds=m["timeout_seconds"],
         max_duration_seconds=m["max_duration_seconds"],
         concurrency_key=m["concurrency_key"],
+        workflow_id=m["workflow_id"],
+        workflow_ref=m["workflow_ref"],
     )
 
 
@@ -126,6 +128,8 @@ def claimed_from(m: Mapping[str, Any]) -> ClaimedJob:
         handler_secrets=tuple(m["handler_secrets"] or ()),
         concurrency_key=m["concurrency_key"],
         flow_watch=m["flow_watch"],
+        workflow=None if m["workflow"] is None else _embedded_json(m["workflow"]),
+        continuation=None if m["continuation"] is None else orjson.loads(m["continuation"]),
     )
 
 

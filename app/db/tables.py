@@ -8,6 +8,7 @@ adds goes last in its table here, where ALTER TABLE … ADD COLUMN puts it.
 from __future__ import annotations
 
 from sqlalchemy import (
+    DDL,
     BigInteger,
     Boolean,
     CheckConstraint,
@@ -20,6 +21,7 @@ from sqlalchemy import (
     MetaData,
     Table,
     Text,
+    event,
     text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP, UUID
@@ -39,7 +41,7 @@ NOW = text("now()")
 ENQUEUED = text("state = 'ENQUEUED'")
 PROCESSING = text("state = 'PROCESSING'")
 XACT = "CAST(CAST(pg_current_xact_id() AS text) AS bigint)"  # this transaction's id (xid8, epoch included)
-STATES = "'ENQUEUED', 'PROCESSING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'ABANDONED', 'DEAD_LETTER'"
+STATES = "'ENQUEUED', 'PROCESSING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'ABANDONED', 'DEAD_LETTER', 'WAITING'"
 
 job_executions = Table(
     "job_executions",
@@ -82,6 +84,20 @@ job_executions = Table(
     # first within a priority). Both NULL for a job of a handler that has never seen a key.
     Column("concurrency_key", Text),
     Column("fair_tag", BigInteger),
+    # Revision 20261203_0017 (workflows): the workflow the job belongs to and its ref there, what a
+    # parent's failure does to it (`cancel` or `run`), and how many of its parents are not terminal
+    # yet (kept by jobwire_workflow_transitions; the job is WAITING while it is above 0). All NULL
+    # for a job outside workflows.
+    Column("workflow_id", UUID(as_uuid=True), ForeignKey("job_workflows.id")),
+    Column("workflow_ref", Text),
+    Column("on_dependency_failure", Text),
+    Column("pending_parents", Integer),
+    # A suspended job (a handler's `suspend`): how many times it suspended (NULL: never; the wait is
+    # its job_waits row), and while it is WAITING for a time or a timeout, when that comes (NULL
+    # otherwise). A suspended WAITING job has pending_parents NULL (one of a workflow waiting for its
+    # parents has a count).
+    Column("suspensions", Integer),
+    Column("wake_at", TS),
     CheckConstraint(f"state IN ({STATES})", name="state"),
     CheckConstraint("job_type IN ('DELAYED', 'CRON', 'BATCH')", name="job_type"),
     CheckConstraint("attempt >= 0 AND max_attempts >= 1", name="attempts"),
@@ -115,8 +131,105 @@ Index("ix_job_executions_keys", job_executions.c.handler, job_executions.c.concu
 # The keyless jobs of a handler with keys take turns as one key: their last turn.
 Index("ix_job_executions_keyless_turns", job_executions.c.handler, job_executions.c.fair_tag,
       postgresql_where=text("state = 'ENQUEUED' AND concurrency_key IS NULL AND fair_tag IS NOT NULL"))
+# Revision 20261203_0017: the transitions of a statement keep their workflows and settle their
+# children (app/db/sql/functions/jobwire_workflow_transitions.sql), once per statement; one that
+# moves no job of a workflow looks at its rows once and returns.
+WORKFLOW_TRIGGER = (
+    "CREATE TRIGGER jobwire_workflow_transitions AFTER UPDATE ON job_executions "
+    "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT "
+    "EXECUTE FUNCTION jobwire_workflow_transitions()")
+DELETIONS_TRIGGER = (
+    "CREATE TRIGGER jobwire_workflow_deletions AFTER DELETE ON job_executions "
+    "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION jobwire_workflow_deletions()")
+event.listen(job_executions, "after_create", DDL(WORKFLOW_TRIGGER))
+event.listen(job_executions, "after_create", DDL(DELETIONS_TRIGGER))
+# The suspended jobs whose time comes first (the coordinator's wake scan), and the stateful jobs
+# of each queue that suspended: one keeps its queue's slot while it waits (as one PROCESSING does),
+# and goes first once resumed.
+Index("ix_job_executions_wake", job_executions.c.wake_at,
+      postgresql_where=text("state = 'WAITING' AND wake_at IS NOT NULL"))
+Index("ix_job_executions_stateful_suspended", job_executions.c.queue, job_executions.c.state,
+      postgresql_where=text("stateful AND suspensions IS NOT NULL AND state IN ('WAITING', 'ENQUEUED')"))
+# A workflow's jobs by ref (unique in the workflow: POST /v1/workflows refuses a duplicate).
+Index("uq_job_executions_workflow_ref", job_executions.c.workflow_id, job_executions.c.workflow_ref, unique=True,
+      postgresql_where=text("workflow_id IS NOT NULL"))
 Index("uq_job_executions_cron_fire", job_executions.c.job_id, job_executions.c.fire_at,
       job_executions.c.fire_node, unique=True, postgresql_where=text("job_type = 'CRON'"))
+
+# Revision 20261203_0017: workflows (POST /v1/workflows). A workflow's counts of jobs by state,
+# its unfinished jobs and those a user cancelled are kept by the transitions themselves (the trigger
+# jobwire_workflow_transitions on job_executions), so reading them counts nothing.
+job_workflows = Table(
+    "job_workflows",
+    metadata,
+    Column("id", UUID(as_uuid=True), primary_key=True, server_default=text("jobwire_uuid7()")),
+    Column("name", Text),
+    Column("metadata", JSONB),
+    Column("idempotency_key", Text),
+    Column("request_hash", Text),
+    Column("state", Text, nullable=False, server_default=text("'RUNNING'")),
+    Column("counts", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("jobs", Integer, nullable=False, server_default=text("0")),
+    Column("unfinished", Integer, nullable=False, server_default=text("0")),
+    Column("cancelled_by_user", Integer, nullable=False, server_default=text("0")),
+    Column("created_at", TS, nullable=False, server_default=NOW),
+    Column("updated_at", TS, nullable=False, server_default=NOW),
+    Column("completed_at", TS),
+    CheckConstraint("state IN ('RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED')", name="state"),
+)
+Index("ix_job_workflows_state_created", job_workflows.c.state, job_workflows.c.created_at.desc(), job_workflows.c.id)
+Index("ix_job_workflows_created", job_workflows.c.created_at.desc(), job_workflows.c.id)
+Index("ix_job_workflows_name", job_workflows.c.name, job_workflows.c.created_at.desc(), job_workflows.c.id,
+      postgresql_where=text("name IS NOT NULL"))
+Index("uq_job_workflows_idempotency_key", job_workflows.c.idempotency_key, unique=True,
+      postgresql_where=text("idempotency_key IS NOT NULL"))
+
+# A workflow's edges: the child waits for the parent. By parent through the primary key (the
+# children a parent's end settles), by child through ix_job_dependencies_child (its parents: GET
+# …/jobs' depends_on, the blockers, the dispatch's `workflow.parents`).
+job_dependencies = Table(
+    "job_dependencies",
+    metadata,
+    Column("parent_id", UUID(as_uuid=True), ForeignKey("job_executions.id", ondelete="CASCADE"), primary_key=True),
+    Column("child_id", UUID(as_uuid=True), ForeignKey("job_executions.id", ondelete="CASCADE"), primary_key=True),
+)
+Index("ix_job_dependencies_child", job_dependencies.c.child_id, job_dependencies.c.parent_id)
+
+# Revision 20261203_0017: a suspended execution's wait (one row, its latest suspension): what it
+# waits for, and once resumed why, with the signals it consumed (the resumed dispatch's `resume`).
+job_waits = Table(
+    "job_waits",
+    metadata,
+    Column("execution_id", UUID(as_uuid=True), ForeignKey("job_executions.id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("n", Integer, nullable=False),  # the suspension's number, 1 for the first
+    Column("attempt", Integer, nullable=False),  # the attempt that suspended
+    Column("until", TS),
+    Column("timeout_at", TS),
+    Column("signals", ARRAY(Text)),
+    Column("suspended_at", TS, nullable=False, server_default=NOW),
+    Column("resumed_at", TS),
+    Column("reason", Text),  # timer, signal, timeout
+    Column("delivered", JSONB),  # the signals the resumption consumed: [{name, payload, sent_at}]
+)
+
+# Signals sent to an execution (POST /v1/executions/{id}/signals/{name}): kept until a wait that
+# names them consumes them, once.
+job_signals = Table(
+    "job_signals",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    Column("execution_id", UUID(as_uuid=True), ForeignKey("job_executions.id", ondelete="CASCADE"),
+           nullable=False),
+    Column("name", Text, nullable=False),
+    Column("payload", JSONB),
+    Column("sent_at", TS, nullable=False, server_default=NOW),
+    Column("consumed_at", TS),
+    Column("resume", Integer),  # the resumption that consumed it (job_waits.n)
+)
+Index("ix_job_signals_execution", job_signals.c.execution_id, job_signals.c.id)
+Index("ix_job_signals_pending", job_signals.c.execution_id, job_signals.c.name,
+      postgresql_where=text("consumed_at IS NULL"))
 
 job_logs = Table(
     "job_logs",

@@ -22,6 +22,7 @@ from app.domain.jsontext import loads
 from app.domain.retry import parse_retry_after
 from app.domain.signing import sign_webhook, webhook_id
 from app.domain.text import error_text
+from app.domain.waits import InvalidSuspend, parse_suspend
 from app.delivery.secret_cipher import PLAIN, SecretCipher
 from app.delivery.transport import BlockedDestination, DeadlineExceeded, Reply, Transport, TransportError
 
@@ -44,25 +45,28 @@ USER_AGENT = f"Jobwire/{VERSION}"
 
 def request_body(job: ClaimedJob, callback_url: str, token: str) -> bytes:
     # Times as RFC 3339 in UTC with a Z, written by orjson itself (the driver hands them over
-    # in UTC); payload, parameters and metadata as stored (orjson fragments of their JSON).
-    return orjson.dumps(
-        {
-            "execution_id": str(job.id),
-            "job_id": job.job_id,
-            "job_type": job.job_type,
-            "queue": job.queue,
-            "attempt": job.attempt,
-            "max_attempts": job.max_attempts,
-            "payload": job.payload,
-            "parameters": job.parameters,
-            "metadata": job.metadata,
-            "scheduled_at": _utc(job.scheduled_at),
-            "started_at": _utc(job.started_at),
-            "deadline": _utc(job.deadline_at),
-            "callback": {"url": callback_url, "token": token},
-        },
-        option=orjson.OPT_UTC_Z,
-    )
+    # in UTC); payload, parameters and metadata as stored (orjson fragments of their JSON); a
+    # workflow job's `workflow` (its ref and parents) as the claim built it.
+    body: dict[str, Any] = {
+        "execution_id": str(job.id),
+        "job_id": job.job_id,
+        "job_type": job.job_type,
+        "queue": job.queue,
+        "attempt": job.attempt,
+        "max_attempts": job.max_attempts,
+        "payload": job.payload,
+        "parameters": job.parameters,
+        "metadata": job.metadata,
+        "scheduled_at": _utc(job.scheduled_at),
+        "started_at": _utc(job.started_at),
+        "deadline": _utc(job.deadline_at),
+        "callback": {"url": callback_url, "token": token},
+    }
+    if job.workflow is not None:
+        body["workflow"] = job.workflow
+    if job.continuation is not None:  # a job that suspended: its steps, and `resume` when resumed
+        body.update(job.continuation)
+    return orjson.dumps(body, option=orjson.OPT_UTC_Z)
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -76,9 +80,10 @@ def signed_headers(secrets: str | Sequence[str], job: ClaimedJob, body: bytes,
     """DESIGN §5's headers. `webhook-id` is the execution id on every attempt (handlers dedupe on
     it), the attempt is `jobwire-attempt`; `webhook-signature` holds one `v1,<sig>` per secret
     (`whsec_…`, newest first), space-separated, so a handler verifies with any one of them."""
-    msg_id = webhook_id(job.id)
+    resumption = job.resumption
+    msg_id = webhook_id(job.id, resumption)
     timestamp = int(now if now is not None else time.time())
-    return {
+    headers = {
         "content-type": "application/json",
         "user-agent": USER_AGENT,
         "webhook-id": msg_id,
@@ -86,6 +91,9 @@ def signed_headers(secrets: str | Sequence[str], job: ClaimedJob, body: bytes,
         "webhook-timestamp": str(timestamp),
         "webhook-signature": sign_webhook(secrets, msg_id, timestamp, body),
     }
+    if resumption is not None:
+        headers["jobwire-resume"] = str(resumption)
+    return headers
 
 
 def classify(reply: Reply, retry_max_delay: float) -> Outcome:
@@ -142,6 +150,13 @@ def _success(reply: Reply) -> Outcome:
         document: Any = loads(reply.body)
     except orjson.JSONDecodeError:
         return Outcome(OutcomeKind.SUCCEEDED, http_status=status)  # a non-JSON body carries no result
+    if isinstance(document, dict) and document.get("suspend") is not None:
+        try:
+            spec = parse_suspend(document["suspend"], datetime.now(UTC))
+        except InvalidSuspend as exc:
+            return Outcome(OutcomeKind.FAILED, error=str(exc), error_type=ErrorType.HANDLER_FAILED,
+                           http_status=status)
+        return Outcome(OutcomeKind.SUSPENDED, suspend=spec, http_status=status)
     result = document.get("result") if isinstance(document, dict) else None
     try:
         check_storable(result, "result")

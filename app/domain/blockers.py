@@ -22,6 +22,8 @@ class Reason(StrEnum):
     RETRY_AFTER = "retry_after"  # a 429 or 503 with Retry-After holds the handler (or its key)
     STATEFUL = "stateful"  # another stateful job of the queue runs, or goes first
     NO_NODE_SERVES_QUEUE = "no_node_serves_queue"  # no live node claims from the queue (JOBWIRE_QUEUES)
+    DEPENDENCIES = "dependencies"  # a WAITING job of a workflow: its parents not terminal yet (refs)
+    SUSPENDED = "suspended"  # a handler's suspend: until a time (until), a signal (signals), a timeout
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +37,9 @@ class Blocker:
     state: str | None = None  # stateful: that execution's state (PROCESSING, or ENQUEUED ahead)
     key: str | None = None  # key_concurrency, key_paused, rate_limit of a key
     next_slot: datetime | None = None  # rate_limit: when the next call may start
+    refs: tuple[str, ...] | None = None  # dependencies: the refs of its parents not terminal yet
+    signals: tuple[str, ...] | None = None  # suspended: the signals it waits for
+    timeout_at: datetime | None = None  # suspended: when it resumes anyway
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +66,21 @@ class BlockerFacts:
     stateful_holder: UUID | None  # a stateful job of the queue PROCESSING (stateful jobs only)
     stateful_ahead: UUID | None  # a due stateful job of the queue the claim takes first
     node_serves_queue: bool
+    dependencies: list[str] | None = None  # a WAITING job's parents not terminal yet, by ref
+    suspended_until: datetime | None = None  # a suspended job's wait: its time, signals and timeout
+    suspended_signals: list[str] | None = None
+    suspended_timeout_at: datetime | None = None
+    suspended: bool = False
 
 
 def blockers_of(facts: BlockerFacts) -> list[Blocker]:
-    """The reasons an execution is not running now; none for one that is not ENQUEUED."""
+    """The reasons an execution is not running now: for a WAITING one its unfinished parents, for an
+    ENQUEUED one the claim's rules; none in any other state."""
+    if facts.state == "WAITING":
+        if facts.suspended:
+            return [Blocker(Reason.SUSPENDED, until=facts.suspended_until, timeout_at=facts.suspended_timeout_at,
+                            signals=tuple(facts.suspended_signals or ()))]
+        return [Blocker(Reason.DEPENDENCIES, refs=tuple(facts.dependencies))] if facts.dependencies else []
     if facts.state != "ENQUEUED":
         return []
     found: list[Blocker] = []

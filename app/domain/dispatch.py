@@ -8,6 +8,8 @@ from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
+from app.domain.waits import Suspend
+
 
 @dataclass(frozen=True, slots=True)
 class ClaimedJob:
@@ -37,6 +39,18 @@ class ClaimedJob:
     # Its reply moves flow state (app/domain/flow.py): its handler is adaptive, or its circuit has
     # failures counted or is not closed. A reply that fails does so whatever this says.
     flow_watch: bool = False
+    # A job of a workflow: {id, ref, parents: {ref: {execution_id, state, result?}}} as an orjson
+    # fragment of the claim's JSON (jobwire_workflow_context); None for the others.
+    workflow: Any = None
+    # A job that suspended (DESIGN §9): its recorded `steps`, and `resume` ({n, reason, signals,
+    # children}) when this attempt was resumed, as jobwire_resume_context built them; None otherwise.
+    continuation: dict[str, Any] | None = None
+
+    @property
+    def resumption(self) -> int | None:
+        """The resumption this dispatch is (1 for the first), None for a first dispatch."""
+        resume = (self.continuation or {}).get("resume")
+        return None if resume is None else int(resume["n"])
 
 
 class OutcomeKind(StrEnum):
@@ -45,6 +59,7 @@ class OutcomeKind(StrEnum):
     FAILED = "failed"
     ABANDONED = "abandoned"  # the call was still open at the deadline
     REFUSED = "refused"  # an adaptive handler's 429 (app/domain/flow.py): back to ENQUEUED, same attempt
+    SUSPENDED = "suspended"  # a reply {"suspend": …}: WAITING, the same attempt (app/domain/waits.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,3 +73,4 @@ class Outcome:
     # The handler's HTTP status when its reply decided the outcome (a 202 keeps it only here: the
     # attempt's outcome comes later, by callback, with no status of its own).
     http_status: int | None = None
+    suspend: Suspend | None = None  # SUSPENDED: what it waits for

@@ -18,6 +18,10 @@ class EventType(StrEnum):
     DEAD_LETTERED = "execution.dead_lettered"
     CANCELLED = "execution.cancelled"
     RETRIED = "execution.retried"  # a manual retry
+    # A workflow's end (its id stands where an execution's would: the row's execution_id).
+    WORKFLOW_SUCCEEDED = "workflow.succeeded"
+    WORKFLOW_FAILED = "workflow.failed"
+    WORKFLOW_CANCELLED = "workflow.cancelled"
 
 
 @dataclass(frozen=True, slots=True)

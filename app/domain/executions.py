@@ -28,6 +28,7 @@ class ErrorType(StrEnum):
     ABANDONED_DEADLINE = "abandoned_deadline"
     ABANDONED_NODE = "abandoned_node"
     ABANDONED_SHUTDOWN = "abandoned_shutdown"
+    TOO_MANY_SUSPENSIONS = "too_many_suspensions"  # a 101st suspend (app/domain/waits.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,8 @@ class Execution:
     timeout_seconds: float | None = None
     max_duration_seconds: float | None = None
     concurrency_key: str | None = None
+    workflow_id: UUID | None = None  # a job of a workflow: the workflow, and its ref there
+    workflow_ref: str | None = None
 
 
 MAX_DEBOUNCE_SECONDS = 86400.0

@@ -47,7 +47,7 @@ class Reply:
 def reply_of(outcome: Outcome) -> Reply:
     status = outcome.http_status
     timeout = outcome.kind is OutcomeKind.ABANDONED and outcome.error_type == ErrorType.ABANDONED_DEADLINE
-    ok = outcome.kind in (OutcomeKind.SUCCEEDED, OutcomeKind.ACCEPTED)
+    ok = outcome.kind in (OutcomeKind.SUCCEEDED, OutcomeKind.ACCEPTED, OutcomeKind.SUSPENDED)
     busy = status in (429, 503)
     return Reply(
         ok=ok,

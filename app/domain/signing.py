@@ -26,10 +26,11 @@ def _secret_key(secret: str) -> bytes:
     return base64.b64decode(secret.removeprefix(SECRET_PREFIX))
 
 
-def webhook_id(execution_id: object) -> str:
+def webhook_id(execution_id: object, resumption: int | None = None) -> str:
     """The execution id, the same on every attempt (handlers dedupe on it); the attempt travels
-    in the `jobwire-attempt` header and the body. Standard Webhooks ids carry no `.`."""
-    return str(execution_id)
+    in the `jobwire-attempt` header and the body. A resumed dispatch is a new message:
+    `<execution id>.r<n>` (DESIGN §9)."""
+    return str(execution_id) if resumption is None else f"{execution_id}.r{resumption}"
 
 
 def sign_webhook(signing_secrets: str | Iterable[str], msg_id: str, timestamp: int, body: bytes) -> str:

@@ -31,18 +31,25 @@ class JobState(StrEnum):
     # Attempts spent or not retryable; parked. A manual retry re-enqueues it; a late
     # success wins when it was reached by abandoning (error_type abandoned_*).
     DEAD_LETTER = "DEAD_LETTER"
+    # A job of a workflow whose parents are not all terminal yet: never claimed, never due, holding
+    # no slot. The transition that ends its last parent enqueues it; a parent's failure cancels it
+    # (on_dependency_failure `cancel`), as does a user's cancel.
+    WAITING = "WAITING"
 
 
 S = JobState
 
 TRANSITIONS: dict[JobState, frozenset[JobState]] = {
     S.ENQUEUED: frozenset({S.PROCESSING, S.CANCELLED}),
-    S.PROCESSING: frozenset({S.SUCCEEDED, S.FAILED, S.CANCELLED, S.ABANDONED, S.DEAD_LETTER, S.ENQUEUED}),
+    # WAITING: a handler's suspend (the same attempt; DESIGN §9).
+    S.PROCESSING: frozenset({S.SUCCEEDED, S.FAILED, S.CANCELLED, S.ABANDONED, S.DEAD_LETTER, S.ENQUEUED,
+                             S.WAITING}),
     S.SUCCEEDED: frozenset(),
     S.FAILED: frozenset({S.ENQUEUED, S.DEAD_LETTER}),
-    S.CANCELLED: frozenset({S.ENQUEUED}),
+    S.CANCELLED: frozenset({S.ENQUEUED, S.WAITING}),  # WAITING: a workflow's retry of a job a dependency cancelled
     S.ABANDONED: frozenset({S.ENQUEUED, S.DEAD_LETTER, S.SUCCEEDED, S.FAILED}),
     S.DEAD_LETTER: frozenset({S.ENQUEUED, S.SUCCEEDED}),
+    S.WAITING: frozenset({S.ENQUEUED, S.CANCELLED}),
 }
 
 TERMINAL: frozenset[JobState] = frozenset(s for s, nxt in TRANSITIONS.items() if not nxt)
@@ -55,7 +62,7 @@ def sources_of(target: JobState) -> frozenset[JobState]:
 
 # The source sets that each guarded write uses (see app/db/sql/executions.sql).
 CLAIM_FROM = (S.ENQUEUED,)
-CANCEL_FROM = (S.ENQUEUED, S.PROCESSING)
+CANCEL_FROM = (S.ENQUEUED, S.PROCESSING, S.WAITING)
 MANUAL_RETRY_FROM = (S.DEAD_LETTER, S.CANCELLED)
 FAIL_FROM = (S.PROCESSING,)
 ABANDON_FROM = (S.PROCESSING,)
@@ -67,5 +74,10 @@ REFUSED_FROM = (S.PROCESSING,)
 # reached by abandoning (error_type abandoned_*): its work did finish.
 SUCCEED_FROM = (S.PROCESSING, S.ABANDONED, S.DEAD_LETTER)
 # An execution may be deleted (DELETE /v1/executions/{id}, bulk-delete) in any state but the live ones.
-PURGE_FROM = tuple(s for s in S if s not in (S.ENQUEUED, S.PROCESSING))
+PURGE_FROM = tuple(s for s in S if s not in (S.ENQUEUED, S.PROCESSING, S.WAITING))
+# A workflow's retry: its dead-lettered jobs run again, those a failed dependency cancelled wait again.
+WORKFLOW_RETRY_FROM = (S.DEAD_LETTER,)
+WORKFLOW_REWAIT_FROM = (S.CANCELLED,)
+# A handler's suspend of its attempt: WAITING until a time, a signal or a timeout.
+SUSPEND_FROM = (S.PROCESSING,)
 ABANDONED_ERROR_PREFIX = "abandoned_"

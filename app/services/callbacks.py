@@ -13,6 +13,7 @@ from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.logs import LogRepository
 from app.db.steps import StepRepository
+from app.db.workflows import WorkflowRepository
 from app.domain.errors import Forbidden, NotFound, StaleAttempt, Unauthenticated
 from app.domain.dispatch import Outcome, OutcomeKind
 from app.domain.executions import ErrorType, Execution
@@ -20,6 +21,7 @@ from app.domain.logs import LogEntry
 from app.domain.metrics import NodeCounters
 from app.domain.signing import callback_token, verify_callback_token
 from app.domain.steps import Step
+from app.domain.waits import Suspend
 from app.services.grouping import Group
 from app.services.outcomes import OutcomeService, log_attempt_end, log_attempt_ends
 
@@ -36,6 +38,7 @@ class Completion:
     error_message: str | None = None
     error_type: str | None = None
     retryable: bool = True
+    suspend: Suspend | None = None  # outcome `suspended`: what the attempt waits for
 
 
 class CallbackService:
@@ -58,6 +61,7 @@ class CallbackService:
         self.default_timeout = default_timeout
         self.executions = executions or ExecutionRepository()
         self.logs = logs or LogRepository()
+        self.workflows = WorkflowRepository()
         self.steps = steps or StepRepository()
         self.counters = counters or NodeCounters()
         # Success callbacks that arrive together share a statement and a commit.
@@ -125,6 +129,17 @@ class CallbackService:
             raise NotFound("step", name)
         return step
 
+    async def parents(self, execution_id: UUID, token: str | None, after: str,
+                      limit: int) -> tuple[list[dict[str, Any]], str | None]:
+        """A page of the execution's workflow parents by ref after `after`, with their results
+        (what a dispatch leaves out past 256 KiB); the next page's `after`, or None at the end."""
+        attempt = self.authorize(execution_id, token)
+        async with self.db.transaction() as conn:
+            await self._current(conn, execution_id, attempt)
+            rows = await self.workflows.parents_page(conn, execution_id, after, limit + 1)
+        items = [dict(r) for r in rows[:limit]]
+        return items, (items[-1]["ref"] if len(rows) > limit else None)
+
     async def record_step(self, execution_id: UUID, token: str | None, name: str, result: Any) -> tuple[Step, bool]:
         """Run-step-once: the first record of a step wins and is kept for every later attempt.
         Returns the step as stored and whether this call recorded it (False: it was recorded
@@ -155,6 +170,14 @@ class CallbackService:
 
     async def _complete(self, execution_id: UUID, token: str | None, completion: Completion) -> Execution:
         attempt = self.authorize(execution_id, token)
+        if completion.suspend is not None:
+            async with self.db.transaction() as conn:
+                current = await self._current(conn, execution_id, attempt)
+                ended = await self.outcomes.suspend(conn, execution_id, attempt, completion.suspend)
+                after = await self.executions.get(conn, execution_id) or current
+            if ended is not None:
+                log_attempt_end(log, ended)  # committed
+            return after
         if completion.succeeded:
             # The common case in one statement, one round trip, shared with the success
             # callbacks that arrive meanwhile: the write is guarded on the token's attempt, so

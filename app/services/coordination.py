@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
 from app.db.nodes import NodeRepository
+from app.db.waits import WaitRepository
 from app.domain.errors import DatabaseUnavailable
 from app.domain.executions import ErrorType, Execution
 from app.domain.nodes import Node
@@ -53,6 +54,7 @@ class CoordinationService:
         self.config = config
         self.executions = executions or ExecutionRepository()
         self.nodes = nodes or NodeRepository()
+        self.waits = WaitRepository()
         self.outage = outage or OutageRule(config.heartbeat_timeout)
         self._failures_seen = db.failures
 
@@ -107,6 +109,19 @@ class CoordinationService:
             if recovered:
                 log.warning("node %s is dead: %d of its executions abandoned and retried", node, recovered)
         return report
+
+    async def wake_suspended(self) -> int:
+        """Resume the suspended executions whose time came (`until`, or a timeout): ENQUEUED, due
+        now, the same attempt. Every node runs it; SKIP LOCKED shares the rows."""
+        total = 0
+        while True:
+            async with self.db.transaction() as conn:
+                queues = await self.waits.resume(conn, None, self.config.batch_size)
+                if queues:
+                    await self.executions.notify(conn, self.db.notify_channel)
+            total += len(queues)
+            if len(queues) < self.config.batch_size:
+                return total
 
     async def abandon_past_deadlines(self) -> int:
         async with self.db.autocommit() as conn:

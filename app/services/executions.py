@@ -24,6 +24,7 @@ from app.domain.attempts import Attempt
 from app.domain.events import Event
 from app.domain.executions import Execution, ListFilter
 from app.services import cursors
+from app.services.retrying import retry_contention
 from app.services.wakeups import wake_for_freed_slots
 from app.domain.logs import StoredLog
 
@@ -81,7 +82,7 @@ def encode_log_cursor(entry: StoredLog) -> str:
 
 
 def decode_log_cursor(cursor: str) -> int:
-    return _decode_id_cursor(cursor, "log")
+    return decode_id_cursor(cursor, "log")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,10 +96,10 @@ def encode_event_cursor(event: Event) -> str:
 
 
 def decode_event_cursor(cursor: str) -> int:
-    return _decode_id_cursor(cursor, "event")
+    return decode_id_cursor(cursor, "event")
 
 
-def _decode_id_cursor(cursor: str, key: str) -> int:
+def decode_id_cursor(cursor: str, key: str) -> int:
     """The row id a `{key: id}` cursor holds; ValidationFailed naming `cursor` for anything else
     (another kind of cursor, a crafted one: a bool, a float, a negative or 64-bit-overflowing id)."""
     try:
@@ -161,6 +162,11 @@ class ExecutionService:
         return LogPage(items, encode_log_cursor(items[-1]) if more and items else None)
 
     async def cancel(self, execution_id: UUID, queues: frozenset[str] | None = None) -> Execution:
+        # Tried again on contention: a job of a workflow may deadlock with a node's outcome batch
+        # that ends its parent (app/db/sql/functions/jobwire_workflow_transitions.sql).
+        return await retry_contention(lambda: self._cancel(execution_id, queues))
+
+    async def _cancel(self, execution_id: UUID, queues: frozenset[str] | None) -> Execution:
         async with self.db.transaction() as conn:
             await self._require_visible(conn, execution_id, queues)
             execution = await self.executions.cancel(conn, execution_id)

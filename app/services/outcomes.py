@@ -10,6 +10,7 @@ from uuid import UUID
 
 from app.db.database import Database
 from app.db.executions import ExecutionRepository
+from app.db.waits import WaitRepository
 from app.domain.errors import DatabaseUnavailable
 from app.domain.attempts import AttemptEnd
 from app.domain.dispatch import ClaimedJob, Outcome, OutcomeKind
@@ -18,6 +19,7 @@ from app.domain.logfields import fields
 from app.domain.retry import RetryPolicy
 from app.domain.states import JobState
 from app.domain.text import error_text
+from app.domain.waits import MAX_SUSPENSIONS, Suspend
 from app.services.flow import FlowService
 from app.services.wakeups import wake_for_freed_slots
 
@@ -75,6 +77,7 @@ class OutcomeService:
         self.claim_config = claim_config
         self.executions = executions or ExecutionRepository()
         self.flow = flow or FlowService(db)
+        self.waits = WaitRepository()
 
     async def claim(self, n: int) -> list[ClaimedJob]:
         c = self.claim_config
@@ -189,6 +192,10 @@ class OutcomeService:
                 one = await self.fail(conn, job.id, job.attempt, outcome)
                 if one is not None:
                     failed.append(one)
+            elif outcome.kind is OutcomeKind.SUSPENDED and outcome.suspend is not None:
+                one = await self.suspend(conn, job.id, job.attempt, outcome.suspend, outcome.http_status)
+                if one is not None:
+                    failed.append(one)
         await self.wake_if_handed_over(conn, [a.execution for a in failed])
         return ended + failed
 
@@ -219,6 +226,29 @@ class OutcomeService:
             at_deadline=abandoned and error_type == ErrorType.ABANDONED_DEADLINE,
             http_status=outcome.http_status,
         )
+
+    async def suspend(self, conn: Any, execution_id: UUID, attempt: int, spec: Suspend,
+                      http_status: int | None = None) -> AttemptEnd | None:
+        """A handler's suspend of its attempt: WAITING with the same attempt until its wait is over
+        (resumed at once when it is over already: a signal it names came first, an `until` past).
+        The 101st suspension of an execution is a failure (too_many_suspensions), not retried; it
+        is the only outcome returned (to be logged)."""
+        suspensions = await self.waits.suspensions(conn, execution_id, attempt)
+        if suspensions is None:
+            return None  # no longer PROCESSING at that attempt: an idempotent no-op
+        if suspensions >= MAX_SUSPENSIONS:
+            return await self.fail(conn, execution_id, attempt, Outcome(
+                OutcomeKind.FAILED, error=f"suspended more than {MAX_SUSPENSIONS} times",
+                error_type=ErrorType.TOO_MANY_SUSPENSIONS, retryable=False, http_status=http_status))
+        handler = await self.waits.suspend(conn, execution_id, attempt, spec)
+        if handler is None:
+            return None
+        resumed = await self.waits.resume(conn, [execution_id])
+        if resumed:
+            await self.executions.notify(conn, self.db.notify_channel, resumed[0])
+        # Its slot is free: a limited handler's waiting work may go now.
+        await self.executions.notify_if_limited(conn, self.db.notify_channel, [handler])
+        return None
 
     async def succeed(self, conn: Any, execution_id: UUID, attempt: int, result: Any) -> AttemptEnd | None:
         """Record one success (waking the dispatchers when it frees work); None when the attempt

@@ -166,7 +166,7 @@ async def test_a_bulk_action_without_a_filter_is_422(api, action):
     ({"state": "ENQUEUED", "limit": 10_001}, "limit"),
     ({"state": "ENQUEUED", "limit": "5"}, "limit"),
     ({"state": "ENQUEUED", "limit": 2.5}, "limit"),
-    ({"state": "WAITING"}, "state"),
+    ({"state": "SLEEPING"}, "state"),
     ({"state": ["ENQUEUED", "CANCELLED"]}, "state"),
     ({"queue": "no spaces allowed"}, "queue"),
     ({"ids": ["not-a-uuid"]}, "ids[0]"),

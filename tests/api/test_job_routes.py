@@ -51,7 +51,7 @@ async def test_an_enqueue_answers_201_with_the_execution_it_stored(api: httpx.As
         "parameters": {"p": 1}, "metadata": {"m": True, "context": {"traceparent": TRACE}}, "result": None,
         "progress": None,
         "started_at": None, "completed_at": None, "deadline_at": None, "locked_by": None,
-        "last_error": None, "error_type": None, "concurrency_key": None,
+        "last_error": None, "error_type": None, "concurrency_key": None, "workflow": None,
     }
     assert (await api.get(f"/v1/executions/{view['id']}")).json() == view
 

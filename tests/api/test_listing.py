@@ -19,7 +19,7 @@ FAR_FUTURE = "2999-01-01T00:00:00Z"  # keeps jobs ENQUEUED, never dispatched
 EXECUTION_FIELDS = {
     "id", "job_id", "job_type", "handler", "queue", "state", "attempt", "max_attempts", "priority",
     "stateful", "payload", "parameters", "metadata", "result", "progress", "scheduled_at", "created_at",
-    "started_at", "completed_at", "deadline_at", "locked_by", "last_error", "error_type", "concurrency_key",
+    "started_at", "completed_at", "deadline_at", "locked_by", "last_error", "error_type", "concurrency_key", "workflow",
 }
 
 

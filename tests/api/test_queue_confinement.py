@@ -54,17 +54,20 @@ def bearer(key: str) -> dict[str, str]:
 @dataclass
 class Side:
     """One queue's data: an ENQUEUED execution (with a log entry), a CANCELLED one (with an
-    event), a schedule, a subscription to its events."""
+    event), a schedule, a subscription to its events, a workflow of two jobs (one WAITING)."""
 
     queue: str
     enqueued: str = ""
     cancelled: str = ""
     schedule: str = ""
     subscription: str = ""
+    workflow: str = ""
+    workflow_name: str = ""
+    workflow_jobs: tuple[str, str] = ("", "")  # its first job (ENQUEUED) and the one WAITING for it
 
     @property
     def ids(self) -> list[str]:
-        return [self.enqueued, self.cancelled]
+        return [self.enqueued, self.cancelled, *self.workflow_jobs]
 
 
 @dataclass
@@ -91,6 +94,16 @@ async def plant(client: httpx.AsyncClient, db: Database, queue: str, tag: str) -
     subscription = {"url": f"http://127.0.0.1:9/{tag}-events", "queues": [queue]}
     assert (await client.put(f"/v1/subscriptions/{side.subscription}", json=subscription, headers=BOOT)
             ).status_code == 201
+    side.workflow_name = f"{tag}-workflow-{queue}"  # names the queue: the key's own listing shows it
+    workflow = {"name": side.workflow_name, "metadata": {"note": f"{tag}-workflow-metadata"}, "jobs": [
+        {"ref": f"{tag}-first", "handler": "h", "queue": queue, "run_at": LATER,
+         "payload": {"secret": f"{tag}-workflow-payload"}},
+        {"ref": f"{tag}-then", "handler": "h", "queue": queue, "depends_on": [f"{tag}-first"]}]}
+    made = await client.post("/v1/workflows", json=workflow, headers=BOOT)
+    assert made.status_code == 201, made.text
+    side.workflow = made.json()["id"]
+    first, then = (i["execution_id"] for i in made.json()["items"])
+    side.workflow_jobs = (first, then)
     return side
 
 
@@ -113,6 +126,15 @@ async def snapshot(db: Database, side: Side) -> dict[str, Any]:
         "events": [dict(r) for r in await sql(db, "SELECT v.id, v.event FROM job_events v JOIN job_executions e "
                                                   "ON e.id = v.execution_id WHERE e.queue = :q ORDER BY v.id",
                                               q=side.queue)],
+        "workflows": [dict(r) for r in await sql(db, "SELECT w.* FROM job_workflows w WHERE EXISTS (SELECT 1 FROM "
+                                                     "job_executions e WHERE e.workflow_id = w.id AND e.queue = :q) "
+                                                     "ORDER BY w.id", q=side.queue)],
+        "signals": [dict(r) for r in await sql(db, "SELECT s.* FROM job_signals s JOIN job_executions e "
+                                                   "ON e.id = s.execution_id WHERE e.queue = :q ORDER BY s.id",
+                                               q=side.queue)],
+        "dependencies": [dict(r) for r in await sql(db, "SELECT d.* FROM job_dependencies d JOIN job_executions e "
+                                                        "ON e.id = d.child_id WHERE e.queue = :q "
+                                                        "ORDER BY d.child_id, d.parent_id", q=side.queue)],
     }
 
 
@@ -216,8 +238,9 @@ class Stream(Calling):
 class Item:
     """Another queue's item is answered exactly as one that does not exist: 404, the same problem
     but for the id the caller sent. `target` picks the item (execution: `enqueued` or `cancelled`,
-    the one the route would act on if it could see it; or the `schedule`); `mine_ok`: the route
-    only reads, so the key's own item is also asked for and answers 200."""
+    the one the route would act on if it could see it; or the `schedule`, `subscription`,
+    `workflow`); `mine_ok`: the route only reads, so the key's own item is also asked for and
+    answers 200."""
 
     method: str
     path: str
@@ -226,7 +249,8 @@ class Item:
     mine_ok: bool = False
 
     def call(self, value: str, sent: tuple[str, ...] = ()) -> Call:
-        param = {"schedule": "{job_id}", "subscription": "{name}"}.get(self.target, "{execution_id}")
+        param = {"schedule": "{job_id}", "subscription": "{name}", "workflow": "{workflow_id}"}.get(
+            self.target, "{execution_id}")
         return Call(self.method, self.path.replace(param, value), self.json, sent=sent)
 
     def requests(self, world: World) -> list[Call]:
@@ -377,6 +401,11 @@ CONFINEMENT: dict[tuple[str, str], Rule] = {
                                                             "enqueued", mine_ok=True),
     ("GET", "/v1/executions/{execution_id}/events"): Item("GET", "/v1/executions/{execution_id}/events", "cancelled",
                                                           mine_ok=True),
+    # Signals go to one execution's mailbox: another queue's execution is answered as a missing one.
+    ("GET", "/v1/executions/{execution_id}/signals"): Item("GET", "/v1/executions/{execution_id}/signals", "enqueued",
+                                                           mine_ok=True),
+    ("POST", "/v1/executions/{execution_id}/signals/{name}"): Item(
+        "POST", "/v1/executions/{execution_id}/signals/go", "enqueued", json={"payload": {"secret": "sent"}}),
     ("POST", "/v1/executions/{execution_id}/cancel"): Item("POST", "/v1/executions/{execution_id}/cancel",
                                                            "enqueued"),
     ("POST", "/v1/executions/{execution_id}/retry"): Item("POST", "/v1/executions/{execution_id}/retry", "cancelled"),
@@ -412,6 +441,8 @@ CONFINEMENT: dict[tuple[str, str], Rule] = {
     ("POST", "/v1/executions/{execution_id}/logs"): Callback(
         _execution_callbacks("/logs", body={"entries": [{"level": "INFO", "message": "x"}]})),
     ("GET", "/v1/executions/{execution_id}/steps/{name}"): Callback(_execution_callbacks("/steps/s", "GET")),
+    ("GET", "/v1/executions/{execution_id}/parents"): Callback(lambda w: [  # the WAITING job's parent and payload
+        Call("GET", f"/v1/executions/{w.theirs.workflow_jobs[1]}/parents", sent=(w.theirs.workflow_jobs[1],))]),
     ("PUT", "/v1/executions/{execution_id}/steps/{name}"): Callback(
         _execution_callbacks("/steps/s", "PUT", {"result": 1})),
     # A subscription belongs to the queues it filters for: a limited key manages those within its queues.
@@ -432,6 +463,23 @@ CONFINEMENT: dict[tuple[str, str], Rule] = {
         "POST", "/v1/subscriptions/{name}/deliveries/1/resend", "subscription"),
     ("POST", "/v1/subscriptions/{name}/recover"): Item("POST", "/v1/subscriptions/{name}/recover", "subscription",
                                                        json={"since": "2026-01-01T00:00:00Z"}),
+    # A workflow is seen by a key limited to queues when all its jobs are in them; one with a job
+    # elsewhere is answered as one that does not exist, and a workflow job into another queue is refused.
+    ("POST", "/v1/workflows"): Write(lambda w: [
+        Call("POST", "/v1/workflows", {"jobs": [{"ref": "a", **_job(MINE)}, {"ref": "b", "depends_on": ["a"],
+                                                                               **_job(THEIRS)}]}, sent=(THEIRS,))]),
+    ("GET", "/v1/workflows"): Listing(lambda w: [
+        Call("GET", "/v1/workflows"),
+        Call("GET", "/v1/workflows", params={"name": w.theirs.workflow_name}, sent=(w.theirs.workflow_name,)),
+        Call("GET", "/v1/workflows", params={"state": "RUNNING"})]),
+    ("GET", "/v1/workflows/{workflow_id}"): Item("GET", "/v1/workflows/{workflow_id}", "workflow", mine_ok=True),
+    ("GET", "/v1/workflows/{workflow_id}/jobs"): Item("GET", "/v1/workflows/{workflow_id}/jobs", "workflow",
+                                                      mine_ok=True),
+    ("POST", "/v1/workflows/{workflow_id}/jobs"): Item(
+        "POST", "/v1/workflows/{workflow_id}/jobs", "workflow",
+        json={"jobs": [{"ref": "added", "depends_on": ["theirs-first"], **_job(MINE)}]}),
+    ("POST", "/v1/workflows/{workflow_id}/cancel"): Item("POST", "/v1/workflows/{workflow_id}/cancel", "workflow"),
+    ("POST", "/v1/workflows/{workflow_id}/retry"): Item("POST", "/v1/workflows/{workflow_id}/retry", "workflow"),
     ("GET", "/healthz"): Open("/healthz"),
     ("GET", "/readyz"): Open("/readyz"),
     ("GET", "/metrics"): Open("/metrics"),

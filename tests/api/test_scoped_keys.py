@@ -35,14 +35,15 @@ def expected_scope(method: str, path: str) -> Scope:
     """The issue's rules: `read` every GET but the keys; `enqueue` POST /v1/jobs and /batch;
     `operate` the executions' and queues' actions; `admin` handlers, schedules and keys; and
     `admin` every subscription route, GETs included (issue 23: a subscription's deliveries show
-    every event it receives)."""
+    every event it receives). Workflows (issue 24): `enqueue` making one and adding jobs to it,
+    `operate` its cancel and retry."""
     if path.startswith(("/v1/api-keys", "/v1/subscriptions")):
         return Scope.ADMIN
     if method == "GET":
         return Scope.READ
-    if path.startswith("/v1/jobs"):
+    if path.startswith("/v1/jobs") or path in ("/v1/workflows", "/v1/workflows/{workflow_id}/jobs"):
         return Scope.ENQUEUE
-    if path.startswith(("/v1/executions", "/v1/queues")) or path.startswith("/v1/handlers/{name}/keys/"):
+    if path.startswith(("/v1/executions", "/v1/queues", "/v1/workflows", "/v1/handlers/{name}/keys/")):
         return Scope.OPERATE  # pausing one key of a handler is an operator's act, as pausing a queue
     assert path.startswith(("/v1/handlers", "/v1/schedules")), f"no rule for {method} {path}"
     return Scope.ADMIN
@@ -149,7 +150,7 @@ def assert_problem(response: httpx.Response, status: int, *words: str) -> None:
 
 def concrete(path: str) -> str:
     return (path.replace("{execution_id}", SOME_ID).replace("{key_id}", SOME_ID).replace("{secret_id}", SOME_ID)
-            .replace("{name}", "x").replace("{job_id}", "x"))
+            .replace("{workflow_id}", SOME_ID).replace("{name}", "x").replace("{job_id}", "x"))
 
 
 async def answer(client: httpx.AsyncClient, method: str, path: str, **options: Any) -> httpx.Response:

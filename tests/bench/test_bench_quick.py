@@ -1,7 +1,8 @@
 """The benchmark harness works: `python -m bench --quick --skip-peers` runs end to end and
-writes every figure, the scale steps' (counts, saturation, drain_pruning, claim_history) at their
---quick sizes included. No speed is asserted (figures depend on the machine); only that each one
-was measured, and that the drains lost nothing and dispatched nothing twice."""
+writes every figure, the scale steps' (counts, saturation, drain_pruning, claim_history,
+workflows) at their --quick sizes included. No speed is asserted (figures depend on the
+machine); only that each one was measured, and that the drains lost nothing and dispatched
+nothing twice."""
 
 from __future__ import annotations
 
@@ -98,6 +99,18 @@ def check_scale_figures(result: dict) -> None:
         assert size["median_ms"] > 0
         assert "Update on job_executions" in "\n".join(size["explain"])
     assert ch["ratio_large_to_small"] > 0
+
+    wf = jw["workflows"]  # 1 → 1,000 → 1 beside 1,002 independent jobs; a parent's children released
+    for side in ("independent", "workflow"):
+        (run,) = wf[side]["runs"]
+        (rep,) = run["repeats"]
+        assert rep["jobs"] == rep["succeeded"] == rep["handler_distinct"] == 1002 and rep["jobs_per_s"] > 0
+    assert wf["workflow"]["runs"][0]["repeats"][0]["workflow_state"] == "SUCCEEDED"
+    assert wf["ratio_workflow_to_independent"] > 0
+    assert wf["lost_total"] == 0 and wf["dispatched_twice_total"] == 0
+    assert wf["release"]["children"] == 1000 and wf["release_1000_children_db_ms"] > 0
+    assert wf["release"]["runs"][0]["children_enqueued"] == 1000
+    assert "Trigger jobwire_workflow_transitions" in wf["release_explained"]["explain"]
 
     scale = {t["target"]: t for t in result["targets"] if t["group"] == "operations: counts and scale"}
     assert len(scale) == 4

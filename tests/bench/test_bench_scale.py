@@ -1,12 +1,13 @@
 """The scale steps' bookkeeping, without a database: the options and --only names, the targets
-and the table, a "with" run that pruned nothing, pg_waldump's summary. (The steps themselves run
-in tests/bench/test_bench_quick.py, marker `cluster`.)"""
+and the table, a "with" run that pruned nothing, pg_waldump's summary, the workflows step's
+shapes and summary. (The steps themselves run in tests/bench/test_bench_quick.py, marker
+`cluster`.)"""
 
 from __future__ import annotations
 
 import pytest
 
-from bench import report
+from bench import report, workflows
 from bench.cli import SCALE_STEPS, parse_args
 from bench.drain_pruning import summarise
 from bench.pgcost import parse_waldump, per_job
@@ -23,9 +24,56 @@ def test_quick_keeps_the_scale_steps_small():
 def test_only_names_the_scale_steps_and_baseline_refuses_them():
     args = parse_args(["--only", "counts,drain_pruning,claim_history"])
     assert args.only == ["counts", "drain_pruning", "claim_history"] and args.skip_peers
-    assert set(SCALE_STEPS) == {"counts", "saturation", "drain_pruning", "claim_history", "flow", "events"}
+    assert set(SCALE_STEPS) == {"counts", "saturation", "drain_pruning", "claim_history", "flow", "events",
+                                "workflows"}
     with pytest.raises(SystemExit):
         parse_args(["--only", "counts", "--baseline", "HEAD"])
+    assert parse_args(["--only", "workflows", "--runs", "3"]).only == ["workflows"]
+    with pytest.raises(SystemExit):
+        parse_args(["--only", "workflows", "--baseline", "HEAD"])
+
+
+def test_workflow_shapes_fit_the_api():
+    """1 → 1,000 → 1 in two calls of at most 1,000 jobs (the root first, the final last, depending on
+    every child); as many independent jobs in as many calls; a root and 10,000 children in 11."""
+    calls = workflows.fan_calls("q")
+    jobs = [j for c in calls for j in c]
+    assert [len(c) for c in calls] == [1000, 2] and len(jobs) == 1002
+    assert jobs[0]["ref"] == "root" and "depends_on" not in jobs[0]
+    assert all(j["depends_on"] == ["root"] for j in jobs[1:-1])
+    assert jobs[-1]["ref"] == "final" and jobs[-1]["depends_on"] == [f"c{i}" for i in range(1, 1001)]
+    assert len({j["ref"] for j in jobs}) == 1002 and all(j["queue"] == "q" for j in jobs)
+    assert [len(c) for c in workflows.independent_calls("q", 1002)] == [1000, 2]
+    release = workflows.release_calls("q", 10_000)
+    assert len(release) == 11 and sum(map(len, release)) == 10_001 and release[0][0]["ref"] == "root"
+    assert all(j["depends_on"] == ["root"] for c in release for j in c[1 if c is release[0] else 0:])
+
+
+def _side(jobs_per_s):
+    return {"jobs_per_s": jobs_per_s, "lost": 0, "dispatched_twice": 0}
+
+
+def test_workflows_summary():
+    by_side = {"independent": [{"run": r, "jobs_per_s": v, "repeats": [_side(v), _side(v)]}
+                                for r, v in ((1, 1000.0), (2, 1200.0), (3, 800.0))],
+               "workflow": [{"run": r, "jobs_per_s": v, "repeats": [_side(v), _side(v)]}
+                            for r, v in ((1, 900.0), (2, 600.0), (3, 800.0))]}
+    releases = [{"db_ms": ms, "transaction_ms": ms + 2} for ms in (900.0, 1500.0, 1100.0)]
+    out = workflows.summarise(by_side, releases, 10_000, 2)
+    assert out["independent"]["jobs_per_s"] == 1000.0 and out["workflow"]["jobs_per_s"] == 800.0
+    assert out["ratio_workflow_to_independent"] == 0.8
+    assert out["pair_ratios"] == [0.9, 0.9, 0.5, 0.5, 1.0, 1.0]
+    assert out["release_10000_children_db_ms"] == out["release"]["db_ms"] == 1100.0
+    assert out["release"]["transaction_ms"] == 1102.0 and out["lost_total"] == 0
+
+
+def test_auto_explain_notices_grouped_by_statement():
+    notices = [f"duration: {ms} ms  plan:\nQuery Text: UPDATE job_workflows x\n    SET counts = 1\n"
+               "Update on job_workflows x" for ms in (0.1, 0.3, 0.2)]
+    notices += ["duration: 5.0 ms  plan:\nQuery Text: WITH u AS (\nUpdate on job_executions e", "no duration here"]
+    groups = workflows.group_nested(notices)
+    assert [(g["calls"], g["total_ms"], g["max_ms"]) for g in groups] == [(1, 5.0, 5.0), (3, 0.6, 0.3)]
+    assert groups[1]["statement"].startswith("UPDATE job_workflows x") and "0.3 ms" in groups[1]["plan_of_largest"]
 
 
 def _run(side, jobs_per_s, pruned):

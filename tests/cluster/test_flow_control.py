@@ -136,6 +136,13 @@ async def test_never_more_than_key_concurrency_calls_of_a_key_across_three_nodes
     recorder = Recorder()
 
     async def reply(call: Call, body: dict[str, Any]) -> web.Response:
+        # The first calls are held until a second node has calls too (at most 5 s): a node holds
+        # 8 calls at most, so the others claim the rest, and the limit is checked across nodes
+        # even on a loaded machine where one node could otherwise claim everything in turn.
+        for _ in range(100):
+            if len({c.node for c in recorder.calls}) >= 2:
+                break
+            await asyncio.sleep(0.05)
         return await ok_after((0.05, 0.15))
 
     async with cluster(tmp_path, fresh_database, recorder, reply, key_concurrency=2) as c:

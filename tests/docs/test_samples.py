@@ -1,5 +1,5 @@
-"""The samples of README.md, the getting-started page, the handler pages and the flow-control page
-work as a newcomer pastes them.
+"""The samples of README.md, the getting-started page, the handler pages, and the flow-control,
+events and workflows pages work as a newcomer pastes them.
 
 A fenced block preceded by the line `<!-- run -->` is part of its page's script. All of a page's
 marked blocks run in order, in a fresh directory holding a link to examples/, beside a live
@@ -29,7 +29,7 @@ from tests.conftest import free_port
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 PAGES = ["README.md", "docs/getting-started.md", "docs/guides/handler-python.md", "docs/guides/handler-http.md",
-         "docs/guides/flow-control.md", "docs/guides/events.md"]
+         "docs/guides/flow-control.md", "docs/guides/events.md", "docs/guides/workflows.md"]
 
 MARKED = re.compile(r"^<!-- run -->\n```(?P<lang>\w+)(?P<info>[^\n]*)\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 TITLE = re.compile(r'title="(?P<title>[^"]+)"')

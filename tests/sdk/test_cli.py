@@ -108,8 +108,8 @@ def unreachable_url() -> str:
 async def test_the_service_commands_are_reached_through_the_sdk_command(tmp_path: Path) -> None:
     listed = await jobwire_process("--help")
     assert listed.status == 0
-    for command in ("serve", "migrate", "openapi", "handlers", "jobs", "executions", "events", "subscriptions",
-                    "queues", "schedules", "status"):
+    for command in ("serve", "migrate", "openapi", "handlers", "jobs", "workflows", "executions", "events",
+                    "subscriptions", "queues", "schedules", "status"):
         assert command in listed.out
     serve = await jobwire_process("serve", "--help")
     assert serve.status == 0 and "--log-level" in serve.out and "--port" in serve.out
@@ -601,6 +601,7 @@ async def test_a_bad_url_a_malformed_id_and_bad_json_are_each_one_line_and_a_usa
                        (["executions", "show", "not-an-id"], "argument EXECUTION_ID: not an execution id"),
                        (["executions", "bulk-retry", "1234"], "argument ID: not an execution id"),
                        (["api-keys", "delete", "x"], "argument KEY_ID: not an API key id"),
+                       (["workflows", "show", "x"], "argument WORKFLOW_ID: not a workflow id"),
                        (["jobs", "enqueue", "h", "--payload", "{not json"], "argument --payload: not JSON"),
                        (["jobs", "enqueue", "h", "--payload", '{"amount": NaN}'], "NaN is not a JSON number"),
                        (["jobs", "enqueue", "h", "--payload", "1e400"], "1e400 overflows a float")):
@@ -673,6 +674,58 @@ async def test_executions_delete_and_events(cli: Callable[..., Awaitable[Done]],
     assert deleted.status == 0 and deleted.out.strip() == f"deleted execution {job['id']}"
     again = await cli("executions", "delete", job["id"], *url, "--json")
     assert again.status == 1 and again.err.startswith("jobwire: 404 ")
+
+
+async def test_executions_signal_and_signals(cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient,
+                                            server: RunningServer) -> None:
+    url = ("--url", server.url)
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    job = (await api.post("/v1/jobs", json={"handler": "mailer", "run_at": "2999-01-01T00:00:00Z"})).json()
+    sent = (await cli("executions", "signal", job["id"], "approved", "--payload", '{"by": "ana"}', *url,
+                      "--json")).json()
+    assert sent["woke"] is False and isinstance(sent["id"], int)
+    said = await cli("executions", "signal", job["id"], "note", *url)
+    assert said.status == 0
+    assert said.out.strip().startswith(f"sent signal note (id {sent['id'] + 1}) to execution {job['id']}: kept")
+    listed = (await cli("executions", "signals", job["id"], *url, "--json")).json_lines()
+    assert [(s["id"], s["name"], s["payload"], s["consumed_at"]) for s in listed] == [
+        (sent["id"], "approved", {"by": "ana"}, None), (sent["id"] + 1, "note", None, None)]
+    table = await cli("executions", "signals", job["id"], *url)
+    assert table.out.splitlines()[0].split() == ["id", "name", "sent_at", "consumed_at", "payload"]
+    assert '{"by":"ana"}' in table.out
+    await api.post(f"/v1/executions/{job['id']}/cancel")
+    refused = await cli("executions", "signal", job["id"], "approved", *url)
+    assert refused.status == 1 and refused.err.startswith("jobwire: 409 ") and len(refused.err.splitlines()) == 1
+    bad = await jobwire_process("executions", "signal", job["id"], "approved", "--payload", "{not json",
+                                JOBWIRE_URL=server.url)
+    assert bad.status == 2 and "argument --payload: not JSON" in bad.err
+
+
+async def test_executions_blockers_shows_a_suspended_job_and_signal_wakes_it(
+        cli: Callable[..., Awaitable[Done]], jobwire: Callable[..., Awaitable[RunningServer]],
+        handler: HandlerServer) -> None:
+    async def approval(_: web.Request, job: dict[str, Any]) -> web.StreamResponse:
+        if job.get("resume") is None:
+            return web.json_response({"suspend": {"signals": ["approved"], "timeout_seconds": 600}})
+        return web.json_response({"result": job["resume"]["signals"][0]["payload"]})
+
+    running = await jobwire()
+    url = ("--url", running.url)
+    async with httpx.AsyncClient(base_url=running.url, timeout=30) as api:
+        await register(api, "approval", handler.route("/approval", approval))
+        job = (await api.post("/v1/jobs", json={"handler": "approval"})).json()
+        await wait_for_state(api, job["id"], "WAITING")
+        blockers = (await cli("executions", "blockers", job["id"], *url, "--json")).json()
+        [blocker] = blockers["items"]
+        assert (blockers["state"], blocker["reason"], blocker["signals"]) == ("WAITING", "suspended", ["approved"])
+        shown = await cli("executions", "blockers", job["id"], *url)
+        assert "suspended" in shown.out and "timeout_at" in shown.out and '["approved"]' in shown.out
+        woke = await cli("executions", "signal", job["id"], "approved", "--payload", '"yes"', *url)
+        assert woke.status == 0 and woke.out.strip().endswith("it woke the execution")
+        done = await wait_for_state(api, job["id"], "SUCCEEDED")
+    assert done["result"] == "yes"
+    [consumed] = (await cli("executions", "signals", job["id"], *url, "--json")).json_lines()
+    assert consumed["consumed_at"] is not None
 
 
 async def cancelled(api: httpx.AsyncClient, **fields: Any) -> str:
@@ -944,3 +997,72 @@ async def test_subscriptions_put_show_list_deliveries_resend_recover_delete(
     assert deleted.status == 0 and deleted.out.strip() == "deleted subscription audit"
     gone = await cli("subscriptions", "show", "audit", *url)
     assert gone.status == 1 and gone.err.startswith("jobwire: 404 ")
+
+
+async def test_workflows_list_show_jobs_cancel_retry(cli: Callable[..., Awaitable[Done]],
+                                                     jobwire: Callable[..., Awaitable[RunningServer]],
+                                                     handler: HandlerServer) -> None:
+    fixed = {"yet": False}
+
+    async def flaky(_: web.Request, job: dict[str, Any]) -> web.StreamResponse:
+        if fixed["yet"]:
+            return web.json_response({"result": "done"})
+        return web.json_response({"error": {"type": "boom", "message": "no"}, "retryable": False}, status=500)
+
+    running = await jobwire()
+    async with httpx.AsyncClient(base_url=running.url, timeout=30) as api:
+        await register(api, "flaky", handler.route("/flaky", flaky))
+        failing = (await api.post("/v1/workflows", json={"name": "nightly", "jobs": [
+            {"ref": "fetch", "handler": "flaky", "max_attempts": 1},
+            {"ref": "report", "handler": "flaky", "depends_on": ["fetch"]}]})).json()
+        held = (await api.post("/v1/workflows", json={"name": "weekly", "jobs": [
+            {"ref": "a", "handler": "flaky", "run_at": "2999-01-01T00:00:00Z"},
+            {"ref": "b", "handler": "flaky", "depends_on": ["a"]}]})).json()
+        for _ in range(300):
+            if (await api.get(f"/v1/workflows/{failing['id']}")).json()["state"] == "FAILED":
+                break
+            await asyncio.sleep(0.05)
+    url = ("--url", running.url)
+
+    listed = (await cli("workflows", "list", *url, "--json")).json_lines()
+    assert [(w["id"], w["name"], w["state"]) for w in listed] == [(held["id"], "weekly", "RUNNING"),
+                                                                  (failing["id"], "nightly", "FAILED")]
+    assert [w["id"] for w in (await cli("workflows", "list", "--name", "nightly", *url, "--json")).json_lines()] == [
+        failing["id"]]
+    assert [w["id"] for w in (await cli("workflows", "list", "--state", "RUNNING", *url, "--json")).json_lines()] == [
+        held["id"]]
+    assert [w["id"] for w in (await cli("workflows", "list", "--limit", "1", *url, "--json")).json_lines()] == [
+        held["id"]]
+    table = await cli("workflows", "list", *url)
+    assert table.out.splitlines()[0].split() == ["id", "name", "state", "jobs", "counts", "created_at",
+                                                 "completed_at"]
+    assert failing["id"] in table.out and '"DEAD_LETTER":1' in table.out  # the counts as JSON
+
+    shown = (await cli("workflows", "show", failing["id"], *url, "--json")).json()
+    assert (shown["state"], shown["counts"], shown["jobs"]) == ("FAILED", {"DEAD_LETTER": 1, "CANCELLED": 1}, 2)
+    record = await cli("workflows", "show", held["id"], *url)
+    assert record.status == 0 and "RUNNING" in record.out and "weekly" in record.out
+
+    jobs = (await cli("workflows", "jobs", held["id"], *url, "--json")).json_lines()
+    assert [(j["ref"], j["state"], j["depends_on"]) for j in jobs] == [("a", "ENQUEUED", []), ("b", "WAITING", ["a"])]
+    waiting = (await cli("workflows", "jobs", held["id"], "--state", "WAITING", *url, "--json")).json_lines()
+    assert [j["ref"] for j in waiting] == ["b"]
+    rows = await cli("workflows", "jobs", held["id"], *url)
+    assert rows.out.splitlines()[0].split() == ["ref", "execution_id", "state", "queue", "depends_on"]
+    blockers = (await cli("executions", "blockers", jobs[1]["execution_id"], *url, "--json")).json()
+    assert blockers["state"] == "WAITING" and {"reason": "dependencies", "refs": ["a"]} in blockers["items"]
+    assert [e["id"] for e in (await cli("executions", "list", "--state", "WAITING", *url, "--json")).json_lines()] == [
+        jobs[1]["execution_id"]]
+
+    cancelled = await cli("workflows", "cancel", held["id"], *url)
+    assert cancelled.status == 0 and "CANCELLED" in cancelled.out
+    again = await cli("workflows", "cancel", held["id"], *url)
+    assert again.status == 1 and again.err.startswith("jobwire: 409 ") and len(again.err.splitlines()) == 1
+
+    fixed["yet"] = True
+    retried = (await cli("workflows", "retry", failing["id"], *url, "--json")).json()
+    assert (retried["state"], retried["retried"], retried["waiting_again"]) == ("RUNNING", 1, 1)
+    nothing = await cli("workflows", "retry", failing["id"], *url)
+    assert nothing.status == 1 and nothing.err.startswith("jobwire: 409 ")
+    missing = await cli("workflows", "show", "00000000-0000-0000-0000-000000000000", *url)
+    assert missing.status == 1 and missing.err.startswith("jobwire: 404 ")

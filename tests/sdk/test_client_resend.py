@@ -42,6 +42,14 @@ CALLS: dict[str, tuple[Call, bool]] = {
     "enqueueJob": (lambda c: c.jobs.enqueue("h"), True),
     "enqueueJob with debounce": (lambda c: c.jobs.enqueue("h", debounce=Debounce(key="k", delay_seconds=5)), False),
     "enqueueJobs": (lambda c: c.jobs.enqueue_batch([{"handler": "h"}]), True),
+    "createWorkflow": (lambda c: c.workflows.create([{"ref": "a", "handler": "h"}], name="w"), True),
+    "addWorkflowJobs": (lambda c: c.workflows.add_jobs(ID, [{"ref": "b", "handler": "h", "depends_on": ["a"]}]),
+                        False),
+    "getWorkflow": (lambda c: c.workflows.get(ID), True),
+    "listWorkflows": (lambda c: c.workflows.list(state="FAILED", name="w"), True),
+    "listWorkflowJobs": (lambda c: c.workflows.jobs(ID, state="WAITING"), True),
+    "cancelWorkflow": (lambda c: c.workflows.cancel(ID), False),
+    "retryWorkflow": (lambda c: c.workflows.retry(ID), False),
     "getExecution": (lambda c: c.executions.get(ID), True),
     "listExecutions": (lambda c: c.executions.list(queue="q"), True),
     "listExecutionLogs": (lambda c: c.executions.logs(ID), True),
@@ -51,6 +59,8 @@ CALLS: dict[str, tuple[Call, bool]] = {
     "deleteExecution": (lambda c: c.executions.delete(ID), True),
     "cancelExecution": (lambda c: c.executions.cancel(ID), False),
     "retryExecution": (lambda c: c.executions.retry(ID), False),
+    "sendSignal": (lambda c: c.executions.signal(ID, "approved", {"by": "ana"}), False),
+    "listSignals": (lambda c: c.executions.signals(ID, limit=10), True),
     "bulkRetryExecutions by filter": (lambda c: c.executions.bulk_retry(queue="q"), False),
     "bulkRetryExecutions by ids": (lambda c: c.executions.bulk_retry(ids=[ID]), False),
     "bulkCancelExecutions by filter": (lambda c: c.executions.bulk_cancel(state="ENQUEUED"), False),
@@ -246,6 +256,35 @@ async def test_a_handler_put_whose_reply_was_lost_is_not_sent_again_and_its_advi
     assert (await client.handlers.get("fresh")).url == url
     secret = await client.handlers.add_secret("fresh")
     assert secret.secret.startswith("whsec_")
+
+
+async def test_a_workflow_created_again_after_its_first_reply_was_lost_is_made_once(proxy, client, make_client):
+    jobs = [{"ref": "fetch", "handler": "echo", "delay_seconds": 3600},
+            {"ref": "report", "handler": "echo", "depends_on": ["fetch"]}]
+    made = await make_client(proxy.url).workflows.create(jobs, name="lossy")
+    assert proxy.connections == 2  # the lost reply, then the retry with the same generated key
+    assert [w.id for w in await client.workflows.list(name="lossy")] == [made.id]
+    assert [(i.ref, i.state) for i in made.items] == [("fetch", "ENQUEUED"), ("report", "WAITING")]
+
+
+async def test_a_workflow_cancel_whose_reply_was_lost_is_not_sent_again_and_its_advice_works(
+        proxy, client, make_client):
+    made = await client.workflows.create([{"ref": "a", "handler": "echo", "delay_seconds": 3600}])
+    with pytest.raises(Unavailable) as lost:
+        await make_client(proxy.url).workflows.cancel(made.id)
+    assert lost.value.maybe_applied and proxy.connections == 1
+    assert f"client.workflows.get {made.id}" in str(lost.value)
+    assert (await client.workflows.get(made.id)).state == "CANCELLED"  # as the message says: it was applied
+
+
+async def test_a_signal_whose_reply_was_lost_is_not_sent_again_and_its_advice_works(proxy, client, make_client):
+    later = await client.jobs.enqueue("echo", delay_seconds=3600)
+    with pytest.raises(Unavailable) as lost:
+        await make_client(proxy.url).executions.signal(later.id, "approved", {"by": "ana"})
+    assert lost.value.maybe_applied and proxy.connections == 1
+    assert f"client.executions.signals {later.id}" in str(lost.value)
+    # As the message says: the signal listed is the lost request's, stored once.
+    assert [(s.name, s.payload) for s in await client.executions.signals(later.id)] == [("approved", {"by": "ana"})]
 
 
 async def test_a_bulk_cancel_by_filter_whose_reply_was_lost_is_not_sent_again(proxy, client, make_client):

@@ -32,6 +32,13 @@ CLIENT_METHODS = {
     "resumeHandlerKey": "handlers.resume_key",
     "enqueueJob": "jobs.enqueue",
     "enqueueJobs": "jobs.enqueue_batch",
+    "createWorkflow": "workflows.create",
+    "addWorkflowJobs": "workflows.add_jobs",
+    "getWorkflow": "workflows.get",
+    "listWorkflows": "workflows.list",
+    "listWorkflowJobs": "workflows.jobs",
+    "cancelWorkflow": "workflows.cancel",
+    "retryWorkflow": "workflows.retry",
     "getExecution": "executions.get",
     "listExecutions": "executions.list",
     "listExecutionLogs": "executions.logs",
@@ -41,6 +48,8 @@ CLIENT_METHODS = {
     "deleteExecution": "executions.delete",
     "cancelExecution": "executions.cancel",
     "retryExecution": "executions.retry",
+    "sendSignal": "executions.signal",
+    "listSignals": "executions.signals",
     "bulkRetryExecutions": "executions.bulk_retry",
     "bulkCancelExecutions": "executions.bulk_cancel",
     "bulkDeleteExecutions": "executions.bulk_delete",
@@ -74,15 +83,25 @@ CLIENT_METHODS = {
 }
 # The callbacks a handler makes with its execution's token: the handler toolkit's (jobwire.handler's
 # Context), not the client's, which holds an API key.
-CALLBACKS = {"appendExecutionLogs", "completeExecution", "reportProgress", "heartbeat", "getStep", "putStep"}
+CALLBACKS = {"appendExecutionLogs", "completeExecution", "reportProgress", "heartbeat", "getStep", "putStep",
+             "listParents"}
 
-RESOURCES = ("handlers", "jobs", "executions", "events", "subscriptions", "schedules", "queues", "nodes", "api_keys")
-ITERATORS = {("executions", "list"), ("executions", "logs"), ("executions", "events"), ("handlers", "keys"),
-             ("events", "list"), ("events", "follow"), ("events", "stream"), ("subscriptions", "deliveries")}
+RESOURCES = ("handlers", "jobs", "workflows", "executions", "events", "subscriptions", "schedules", "queues", "nodes",
+             "api_keys")
+ITERATORS = {("executions", "list"), ("executions", "logs"), ("executions", "events"), ("executions", "signals"),
+             ("handlers", "keys"),
+             ("events", "list"), ("events", "follow"), ("events", "stream"), ("subscriptions", "deliveries"),
+             ("workflows", "list"), ("workflows", "jobs")}
 
 # Each resource object and the schemas of the document it is read from.
 SCHEMAS = {
     models.Execution: ["ExecutionOut", "BatchItemOut"],
+    models.WorkflowRef: ["WorkflowRefOut"],
+    models.Workflow: ["WorkflowOut", "WorkflowMade", "WorkflowRetried"],
+    models.WorkflowItem: ["WorkflowItemOut"],
+    models.WorkflowJob: ["WorkflowJobOut"],
+    models.AddedJobs: ["WorkflowJobsAdded"],
+    models.WorkflowEvent: ["WorkflowEventOut"],
     models.Debounce: ["DebounceIn"],
     models.Progress: ["ProgressOut"],
     models.Attempt: ["AttemptOut"],
@@ -92,6 +111,8 @@ SCHEMAS = {
     models.EventPage: ["FeedPage"],
     models.TransitionEvent: ["TransitionEventOut"],
     models.LogEntry: ["LogOut"],
+    models.Signal: ["SignalOut"],
+    models.SignalSent: ["SignalSent"],
     models.BulkResult: ["BulkResultOut"],
     models.Handler: ["HandlerOut"],
     models.Subscription: ["SubscriptionOut"],
@@ -196,3 +217,12 @@ def test_each_resource_declares_its_schemas_fields_and_reads_their_shape(model: 
                 assert value.tzinfo is not None, (name, field_name)
     with pytest.raises(AttributeError):
         model.from_json(sample(schema(SCHEMAS[model][0]))).nothing_like_this  # noqa: B018
+
+
+def test_an_events_data_is_a_transition_or_a_workflows_end_by_its_shape():
+    transition = models.Event.from_json(sample(schema("EventOut")))
+    assert isinstance(transition.data, models.TransitionEvent)
+    ended = models.Event.from_json({**sample(schema("EventOut")), "type": "workflow.failed",
+                                    "data": sample(schema("WorkflowEventOut"))})
+    assert isinstance(ended.data, models.WorkflowEvent)
+    assert ended.data.state == "SUCCEEDED" and ended.data.completed_at.tzinfo is not None

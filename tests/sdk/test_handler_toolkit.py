@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import httpx
@@ -25,7 +25,8 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
-from jobwire.handler import Context, Job, Permanent, asgi_app
+from jobwire import AsyncJobwireClient, SignalSent
+from jobwire.handler import Context, Job, Parent, Permanent, Suspend, asgi_app
 from tests.conftest import RunningServer, free_port, register, wait_for_state
 
 
@@ -503,6 +504,192 @@ async def test_a_step_recorded_by_a_failed_attempt_is_replayed_not_run_again(too
     assert [(name, status) for name, status in seen.answered if name == "charge-card"] == [
         ("charge-card", 404), ("charge-card", 201),  # attempt 0: not recorded yet, so run and record
         ("charge-card", 200)]  # attempt 1: recorded, so no PUT and no charge
+
+
+# -- workflows ---------------------------------------------------------------------------------
+
+
+def parents_seen(parents: dict[str, Parent]) -> dict[str, Any]:
+    return {ref: [p.execution_id, p.state, p.result, p.has_result] for ref, p in parents.items()}
+
+
+async def test_a_job_of_a_workflow_knows_its_place_and_its_parents_results(toolkit: Toolkit) -> None:
+    async def produce(job: Job, ctx: Context) -> Any:
+        return job.payload
+
+    async def combine(job: Job, ctx: Context) -> Any:
+        where = None if job.workflow is None else [job.workflow.id, job.workflow.ref]
+        return {"workflow": where, "parents": parents_seen(dict(job.parents)),
+                "fetched": parents_seen(await ctx.parents())}
+
+    await toolkit.deploy("produce", produce)
+    seen, _ = await toolkit.deploy("combine", combine)
+    made = await toolkit.api.post("/v1/workflows", json={"jobs": [
+        {"ref": "a", "handler": "produce", "payload": {"v": 1}},
+        {"ref": "b", "handler": "produce", "payload": [2]},
+        {"ref": "c", "handler": "combine", "depends_on": ["a", "b"]},
+        {"ref": "root", "handler": "combine"}]})
+    assert made.status_code == 201, made.text
+    workflow = made.json()
+    ids = {item["ref"]: item["execution_id"] for item in workflow["items"]}
+
+    done = await wait_for_state(toolkit.api, ids["c"], "SUCCEEDED")
+    parents = {"a": [ids["a"], "SUCCEEDED", {"v": 1}, True], "b": [ids["b"], "SUCCEEDED", [2], True]}
+    assert done["result"] == {"workflow": [workflow["id"], "c"], "parents": parents, "fetched": parents}
+    root = await wait_for_state(toolkit.api, ids["root"], "SUCCEEDED")
+    assert root["result"] == {"workflow": [workflow["id"], "root"], "parents": {}, "fetched": {}}
+    alone = await wait_for_state(toolkit.api, await toolkit.enqueue("combine"), "SUCCEEDED")
+    assert alone["result"] == {"workflow": None, "parents": {}, "fetched": {}}
+    assert [name for name, _ in seen.sent] == []  # every result was in the dispatch: nothing asked
+
+
+async def test_parents_results_past_256_kib_are_fetched_by_ctx_parents(toolkit: Toolkit) -> None:
+    async def produce(job: Job, ctx: Context) -> Any:
+        return "x" * 140_000
+
+    async def combine(job: Job, ctx: Context) -> Any:
+        fetched = await ctx.parents()
+        return {"inline": parents_seen(dict(job.parents)),
+                "fetched": {ref: [p.state, len(p.result), p.has_result] for ref, p in fetched.items()}}
+
+    await toolkit.deploy("big", produce)
+    seen, _ = await toolkit.deploy("combine", combine)
+    made = (await toolkit.api.post("/v1/workflows", json={"jobs": [
+        {"ref": "p1", "handler": "big"}, {"ref": "p2", "handler": "big"},
+        {"ref": "child", "handler": "combine", "depends_on": ["p1", "p2"]}]})).json()
+    ids = {item["ref"]: item["execution_id"] for item in made["items"]}
+
+    done = await wait_for_state(toolkit.api, ids["child"], "SUCCEEDED")
+    assert done["result"] == {
+        "inline": {"p1": [ids["p1"], "SUCCEEDED", None, False], "p2": [ids["p2"], "SUCCEEDED", None, False]},
+        "fetched": {"p1": ["SUCCEEDED", 140_000, True], "p2": ["SUCCEEDED", 140_000, True]}}
+    assert [(name, status) for name, status in seen.answered] == [("parents", 200)]  # one page held them both
+
+
+# -- durable waits and signals -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sync_window", [10.0, 0.0], ids=["in-the-reply", "by-callback"])
+async def test_a_handler_suspends_until_a_signal_the_client_sends_and_completes_with_its_payload(
+        toolkit: Toolkit, sync_window: float) -> None:
+    asked: list[str] = []
+
+    async def ask_for_approval(execution_id: str) -> dict[str, Any]:
+        asked.append(execution_id)
+        return {"mail": f"approve-{len(asked)}"}
+
+    async def approval(job: Job, ctx: Context) -> Any:
+        mail = await ctx.run_step_once("ask", lambda: ask_for_approval(job.execution_id))
+        if job.resume is None:  # the first dispatch: ask, then wait for the answer (a day at most)
+            try:
+                ctx.suspend(signals=["approved", "rejected"], timeout_seconds=600)
+            except Exception:  # a handler's broad except does not stop the suspension on its way out
+                return "swallowed"
+        assert job.resume is not None
+        decision = job.resume.signals[0]
+        return {"decision": decision.name, "payload": decision.payload, "mail": mail,
+                "resume": [job.resume.n, job.resume.reason, job.resume.signal("approved") is decision],
+                "steps": dict(job.steps), "attempt": job.attempt}
+
+    seen, _ = await toolkit.deploy("approval", approval, sync_window=sync_window)
+    execution_id = await toolkit.enqueue("approval", {"amount": 4200})
+    await wait_for_state(toolkit.api, execution_id, "WAITING")
+
+    async with AsyncJobwireClient(toolkit.server.url) as client:
+        [blocker] = (await client.executions.blockers(execution_id)).items
+        assert (blocker.reason, blocker.signals, blocker.until) == ("suspended", ["approved", "rejected"], None)
+        assert blocker.timeout_at is not None and blocker.timeout_at.tzinfo is not None
+        sent = await client.executions.signal(execution_id, "approved", {"by": "ana"})
+        assert isinstance(sent, SignalSent) and sent.woke
+        done = await client.executions.wait(execution_id, timeout=15)
+        [signal] = [s async for s in client.executions.signals(execution_id)]
+    assert done.state == "SUCCEEDED" and done.attempt == 0  # a resumption spends no attempt
+    assert done.result == {"decision": "approved", "payload": {"by": "ana"}, "mail": {"mail": "approve-1"},
+                           "resume": [1, "signal", True], "steps": {"ask": {"mail": "approve-1"}}, "attempt": 0}
+    assert (signal.id, signal.name, signal.payload) == (sent.id, "approved", {"by": "ana"})
+    assert signal.consumed_at is not None
+    assert asked == [execution_id]  # asked once, by the first dispatch
+    # The resumed dispatch held the step: run_step_once answered from it, asking Jobwire nothing.
+    assert [(name, status) for name, status in seen.answered if name == "ask"] == [("ask", 404), ("ask", 201)]
+    if sync_window == 0.0:  # after a 202 the suspension, like the outcome, is reported by callback
+        assert [body["outcome"] for body in seen.bodies("complete")] == ["suspended", "succeeded"]
+        assert seen.bodies("complete")[0]["suspend"] == {"signals": ["approved", "rejected"], "timeout_seconds": 600.0}
+    else:
+        assert seen.bodies("complete") == []
+
+
+async def test_a_timer_resumes_with_the_steps_recorded_by_the_suspension_and_a_retry_keeps_them(
+        toolkit: Toolkit) -> None:
+    fetched: list[int] = []
+
+    async def report(job: Job, ctx: Context) -> Any:
+        if job.resume is None and job.attempt == 0:
+            fetched.append(1)
+            ctx.suspend(seconds=0.5, steps={"fetched": {"rows": 3}})
+        if job.resume is not None:
+            raise ConnectionError("the printer hung up")  # a failure after a resumption spends an attempt
+        rows = await ctx.run_step_once("fetched", lambda: fetched.append(2))
+        return {"rows": rows, "attempt": job.attempt, "steps": dict(job.steps)}
+
+    seen, _ = await toolkit.deploy("report", report)
+    execution_id = await toolkit.enqueue("report", max_attempts=2)
+    done = await wait_for_state(toolkit.api, execution_id, "SUCCEEDED", timeout=15)
+    assert done["result"] == {"rows": {"rows": 3}, "attempt": 1, "steps": {"fetched": {"rows": 3}}}
+    assert fetched == [1]  # the step came with the retry's dispatch: never run again
+    assert [name for name, _ in seen.sent] == []  # nothing asked of Jobwire, nothing reported by callback
+    assert [a["state"] for a in await toolkit.attempts(execution_id)][-2:] == ["FAILED", "SUCCEEDED"]
+
+
+async def test_a_wait_nobody_signals_resumes_at_its_timeout(toolkit: Toolkit) -> None:
+    async def approval(job: Job, ctx: Context) -> Any:
+        if job.resume is None:
+            ctx.suspend(signals="approved", timeout_seconds=0.5)
+        if job.resume.reason == "timeout":
+            raise Permanent("nobody approved in time", error_type="approval_timeout")
+        return "approved"
+
+    await toolkit.deploy("approval", approval)
+    execution_id = await toolkit.enqueue("approval")
+    done = await wait_for_state(toolkit.api, execution_id, "DEAD_LETTER", timeout=15)
+    assert (done["error_type"], done["last_error"]) == ("approval_timeout", "nobody approved in time")
+
+
+async def test_a_suspension_given_nothing_to_wait_for_fails_the_attempt_where_it_is_made(toolkit: Toolkit) -> None:
+    async def confused(job: Job, ctx: Context) -> Any:
+        ctx.suspend(timeout_seconds=None, signals=[])
+
+    await toolkit.deploy("confused", confused)
+    execution_id = await toolkit.enqueue("confused", max_attempts=1)
+    done = await wait_for_state(toolkit.api, execution_id, "DEAD_LETTER")
+    assert done["error_type"] == "ValueError"
+    assert done["last_error"] == "suspend waits for something: until, seconds, signals or timeout_seconds"
+
+
+@pytest.mark.parametrize(("given", "said"), [
+    ({}, "suspend waits for something"),
+    ({"until": datetime(2030, 1, 1)}, "until is an aware datetime"),
+    ({"until": datetime(2999, 1, 1, tzinfo=UTC)}, "until is at most 365 days ahead"),
+    ({"until": datetime.now(UTC), "seconds": 5}, "not both"),
+    ({"seconds": -1}, "seconds is a number of seconds from 0 to 31536000"),
+    ({"seconds": True}, "seconds is a number of seconds"),
+    ({"timeout_seconds": float("inf")}, "timeout_seconds is a number of seconds"),
+    ({"signals": ["ok", "no way"]}, "a signal name matches"),
+    ({"signals": [f"s{i}" for i in range(101)]}, "at most 100 signals"),
+    ({"seconds": 1, "steps": {"bad name": 1}}, "a step name matches"),
+])
+def test_a_suspension_is_checked_as_jobwire_checks_it(given: dict[str, Any], said: str) -> None:
+    with pytest.raises(ValueError, match=said):
+        Suspend(**given)
+
+
+def test_a_suspension_is_the_suspend_object_jobwire_reads() -> None:
+    until = datetime(2026, 12, 24, 18, 0, tzinfo=timezone(timedelta(hours=1)))
+    suspension = Suspend(until=until, signals=("approved", "approved", "rejected"), timeout_seconds=3600)
+    assert suspension.document == {"until": "2026-12-24T17:00:00Z", "signals": ["approved", "rejected"],
+                                   "timeout_seconds": 3600.0}
+    assert str(suspension) == ("suspended: waits until 2026-12-24T17:00:00Z, or for a signal (approved, rejected), "
+                               "or at most 3600 s")
+    assert not isinstance(suspension, Exception)  # an `except Exception` lets it through
 
 
 # -- outages of Jobwire ------------------------------------------------------------------------

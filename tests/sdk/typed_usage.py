@@ -4,9 +4,9 @@ asyncio twin returns something else, fails the check. Never run: it only has to 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import assert_type
+from typing import Any, assert_type
 
 from jobwire import (
     AdaptiveLimit,
@@ -33,12 +33,22 @@ from jobwire import (
     RateLimit,
     Readiness,
     Schedule,
+    Signal,
+    SignalSent,
     Subscription,
+    TransitionEvent,
     Unavailable,
+    Workflow,
+    WorkflowEvent,
+    WorkflowItem,
+    WorkflowJob,
+    WorkflowRef,
 )
 from jobwire.events import SubscriberApp, subscriber, verify
 from jobwire.resources import AsyncEventFeed, EventFeed
-from jobwire.types import Job
+from jobwire.handler import Context, Parent, ReceivedSignal, Resume
+from jobwire.handler import Job as DispatchedJob
+from jobwire.types import Job, WorkflowJobSpec
 
 
 def blocking(url: str) -> None:
@@ -83,10 +93,21 @@ def blocking(url: str) -> None:
         for blocker in client.executions.blockers(execution.id).items:
             assert_type(blocker, Blocker)
             assert_type(blocker.next_slot, datetime | None)
+            assert_type(blocker.signals, list[str] | None)
+            assert_type(blocker.timeout_at, datetime | None)
+        sent = client.executions.signal(execution.id, "approved", {"by": "ana"})
+        assert_type(sent, SignalSent)
+        assert_type(sent.woke, bool)
+        assert_type(client.executions.signal(execution.id, "nudge"), SignalSent)
+        for signal in client.executions.signals(execution.id, limit=10):
+            assert_type(signal, Signal)
+            assert_type(signal.consumed_at, datetime | None)
         assert_type(client.executions.logs(execution.id), Iterator[LogEntry])
         for event in client.executions.events(execution.id):
             assert_type(event, Event)
-            assert_type(event.data.new_state, str)
+            assert_type(event.data, TransitionEvent | WorkflowEvent)
+            if isinstance(event.data, TransitionEvent):
+                assert_type(event.data.new_state, str)
         feed_page = client.events.page(None, types=["execution.dead_lettered"], queue="mail", limit=500)
         assert_type(feed_page, EventPage)
         assert_type(feed_page.next_cursor, str)
@@ -96,7 +117,12 @@ def blocking(url: str) -> None:
             assert_type(event, Event)
         assert_type(listed_events.cursor, str | None)
         followed = client.events.follow(listed_events.cursor, poll_seconds=0.5, types="execution.succeeded")
-        assert_type(next(followed).data.execution_id, str)
+        changed = next(followed).data
+        if isinstance(changed, WorkflowEvent):
+            assert_type(changed.workflow_id, str)
+            assert_type(changed.counts, dict[str, int])
+        else:
+            assert_type(changed.execution_id, str)
         subscription = client.subscriptions.put("audit", "https://audit.example.com/events",
                                                 types=["execution.dead_lettered"], queues=("mail",))
         assert_type(subscription, Subscription)
@@ -106,7 +132,7 @@ def blocking(url: str) -> None:
         assert_type(client.subscriptions.add_secret("audit"), HandlerSecret)
         for delivery in client.subscriptions.deliveries("audit", status="dead"):
             assert_type(delivery, Delivery)
-            assert_type(delivery.event.data.execution_id, str)
+            assert_type(delivery.execution_id, str)
             assert_type(client.subscriptions.resend("audit", delivery.id), Delivery)
         assert_type(client.subscriptions.deliveries_page("audit", None, limit=10), Page[Delivery])
         assert_type(client.subscriptions.recover("audit", datetime.now(UTC) - timedelta(days=1)), int)
@@ -123,6 +149,24 @@ def blocking(url: str) -> None:
         assert_type(client.readiness(), Readiness)
         assert_type(client.metrics(), str)
         assert_type(client.executions.delete(execution.id), None)
+        assert_type(execution.workflow, WorkflowRef | None)
+        steps: list[WorkflowJobSpec] = [{"ref": "fetch", "handler": "mailer", "queue": "mail"},
+                                        {"ref": "send", "handler": "mailer", "depends_on": ["fetch"],
+                                         "on_dependency_failure": "run"}]
+        workflow = client.workflows.create(steps, name="nightly", metadata={"team": "ops"}, idempotency_key="n-1")
+        assert_type(workflow, Workflow)
+        assert_type(workflow.items, list[WorkflowItem])
+        assert_type(workflow.completed_at, datetime | None)
+        assert_type(client.workflows.add_jobs(workflow.id, [{"ref": "late", "handler": "mailer"}]).items,
+                    list[WorkflowItem])
+        assert_type(client.workflows.get(workflow.id).counts, dict[str, int])
+        assert_type(client.workflows.list(state="FAILED", name="nightly", limit=10), Iterator[Workflow])
+        assert_type(client.workflows.page(None, state="RUNNING"), Page[Workflow])
+        assert_type(client.workflows.jobs(workflow.id, state="WAITING"), Iterator[WorkflowJob])
+        assert_type(client.workflows.jobs_page(workflow.id, None, limit=5).items, list[WorkflowJob])
+        assert_type(client.workflows.wait(workflow.id, timeout=30.0).is_finished, bool)
+        assert_type(client.workflows.cancel(workflow.id), Workflow)
+        assert_type(client.workflows.retry(workflow.id).retried, int | None)
         try:
             client.executions.retry(execution.id)
         except Unavailable as lost:
@@ -142,6 +186,8 @@ async def asynchronous(url: str) -> None:
         async for item in listed:
             assert_type(item.state, str)
         assert_type(await client.executions.attempts(execution.id), list[Attempt])
+        assert_type(await client.executions.signal(execution.id, "approved", [1, 2]), SignalSent)
+        assert_type(client.executions.signals(execution.id), AsyncIterator[Signal])
         assert_type(client.executions.logs(execution.id, limit=10), AsyncIterator[LogEntry])
         assert_type(await client.executions.bulk_delete(state="SUCCEEDED"), BulkResult)
         assert_type(await client.schedules.list(), list[Schedule])
@@ -162,10 +208,44 @@ async def asynchronous(url: str) -> None:
         assert_type(await client.subscriptions.get("audit"), Subscription)
         assert_type(client.subscriptions.deliveries("audit"), AsyncIterator[Delivery])
         assert_type(await client.subscriptions.recover("audit", "2026-12-01T00:00:00Z", None), int)
+        made = await client.workflows.create([{"ref": "a", "handler": "mailer"}])
+        assert_type(made, Workflow)
+        assert_type(client.workflows.list(name="nightly"), AsyncIterator[Workflow])
+        assert_type(client.workflows.jobs(made.id), AsyncIterator[WorkflowJob])
+        assert_type(await client.workflows.wait(made.id), Workflow)
+        assert_type(await client.workflows.retry(made.id), Workflow)
 
 
 async def on_event(event: Event) -> None:
-    assert_type(event.data.new_state, str)
+    if isinstance(event.data, TransitionEvent):
+        assert_type(event.data.new_state, str)
+    else:
+        assert_type(event.data.state, str)
+
+
+async def handle(job: DispatchedJob, ctx: Context) -> object:
+    assert_type(job.workflow, WorkflowRef | None)
+    if job.workflow is not None:
+        assert_type(job.workflow.ref, str)
+    for parent in job.parents.values():
+        assert_type(parent, Parent)
+        assert_type(parent.has_result, bool)
+    assert_type(await ctx.parents(), dict[str, Parent])
+    return None
+
+
+async def approve(job: DispatchedJob, ctx: Context) -> object:
+    assert_type(job.steps, Mapping[str, Any])
+    assert_type(job.resume, Resume | None)
+    if job.resume is None:
+        ctx.suspend(signals=["approved", "rejected"], timeout_seconds=86400, steps={"asked": True})
+    assert_type(job.resume.n, int)
+    assert_type(job.resume.signals, tuple[ReceivedSignal, ...])
+    approved = job.resume.signal("approved")
+    assert_type(approved, ReceivedSignal | None)
+    if job.resume.reason == "timeout":
+        ctx.suspend(until=datetime.now(UTC) + timedelta(hours=1))
+    return None if approved is None else approved.payload
 
 
 def receiving(body: bytes, headers: dict[str, str], secret: str) -> None:

@@ -71,6 +71,16 @@ OPERATION_IDS = {
     ("get", "/v1/subscriptions/{name}/deliveries"): "listSubscriptionDeliveries",
     ("post", "/v1/subscriptions/{name}/deliveries/{delivery_id}/resend"): "resendDelivery",
     ("post", "/v1/subscriptions/{name}/recover"): "recoverSubscription",
+    ("get", "/v1/executions/{execution_id}/parents"): "listParents",
+    ("post", "/v1/executions/{execution_id}/signals/{name}"): "sendSignal",
+    ("get", "/v1/executions/{execution_id}/signals"): "listSignals",
+    ("post", "/v1/workflows"): "createWorkflow",
+    ("get", "/v1/workflows"): "listWorkflows",
+    ("get", "/v1/workflows/{workflow_id}"): "getWorkflow",
+    ("get", "/v1/workflows/{workflow_id}/jobs"): "listWorkflowJobs",
+    ("post", "/v1/workflows/{workflow_id}/jobs"): "addWorkflowJobs",
+    ("post", "/v1/workflows/{workflow_id}/cancel"): "cancelWorkflow",
+    ("post", "/v1/workflows/{workflow_id}/retry"): "retryWorkflow",
     ("post", "jobDispatch"): "dispatchJob",  # the webhooks
     ("post", "eventDelivery"): "deliverEvent",
 }
@@ -104,7 +114,7 @@ def test_every_operation_has_one_resource_tag_described_at_the_top() -> None:
     described = {tag["name"]: tag.get("description") for tag in DOCUMENT["tags"]}
     assert all(described.values())
     assert set(described) == {"handlers", "jobs", "executions", "callbacks", "events", "schedules", "queues", "nodes",
-                              "api-keys", "health", "dispatch", "subscriptions", "event-delivery"}
+                              "api-keys", "health", "dispatch", "subscriptions", "event-delivery", "workflows"}
     used = set()
     for method, path, operation in operations():
         assert len(operation["tags"]) == 1 and operation["tags"][0] in described, (method, path)
@@ -112,7 +122,7 @@ def test_every_operation_has_one_resource_tag_described_at_the_top() -> None:
     assert used == set(described)
 
 
-@pytest.mark.parametrize("parameter", ["execution_id", "secret_id", "key_id"])
+@pytest.mark.parametrize("parameter", ["execution_id", "secret_id", "key_id", "workflow_id"])
 def test_id_path_parameters_are_uuids(parameter: str) -> None:
     found = [p for _, _, operation in operations() for p in operation.get("parameters", ())
              if p["in"] == "path" and p["name"] == parameter]

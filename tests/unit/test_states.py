@@ -15,12 +15,13 @@ S = JobState
 # DESIGN §2, "allowed next", transcribed.
 DESIGN_TABLE = {
     S.ENQUEUED: {S.PROCESSING, S.CANCELLED},
-    S.PROCESSING: {S.SUCCEEDED, S.FAILED, S.CANCELLED, S.ABANDONED, S.DEAD_LETTER, S.ENQUEUED},
+    S.PROCESSING: {S.SUCCEEDED, S.FAILED, S.CANCELLED, S.ABANDONED, S.DEAD_LETTER, S.ENQUEUED, S.WAITING},
     S.SUCCEEDED: set(),
     S.FAILED: {S.ENQUEUED, S.DEAD_LETTER},
-    S.CANCELLED: {S.ENQUEUED},
+    S.CANCELLED: {S.ENQUEUED, S.WAITING},  # WAITING: a workflow's retry of a job a failed dependency cancelled
     S.ABANDONED: {S.ENQUEUED, S.DEAD_LETTER, S.SUCCEEDED, S.FAILED},
     S.DEAD_LETTER: {S.ENQUEUED, S.SUCCEEDED},
+    S.WAITING: {S.ENQUEUED, S.CANCELLED},  # DESIGN §9
 }
 
 # Each guarded write's source set and the state it writes.
@@ -33,6 +34,9 @@ TARGET_OF = {
     "SUCCEED_FROM": S.SUCCEEDED,
     "UNDISPATCHED_FROM": S.ENQUEUED,
     "REFUSED_FROM": S.ENQUEUED,
+    "WORKFLOW_RETRY_FROM": S.ENQUEUED,
+    "WORKFLOW_REWAIT_FROM": S.WAITING,
+    "SUSPEND_FROM": S.WAITING,
 }
 # Source sets of writes that delete the row instead of moving it to a state.
 DELETE_FROM = {"PURGE_FROM"}
@@ -81,20 +85,21 @@ def test_source_set_only_contains_states_that_may_reach_its_target(name: str) ->
 
 
 def test_design_source_sets_for_user_actions() -> None:
-    assert set(states.CANCEL_FROM) == {S.ENQUEUED, S.PROCESSING}
+    assert set(states.CANCEL_FROM) == {S.ENQUEUED, S.PROCESSING, S.WAITING}
     assert set(states.MANUAL_RETRY_FROM) == {S.DEAD_LETTER, S.CANCELLED}
     assert set(states.CLAIM_FROM) == {S.ENQUEUED}
     assert set(states.SUCCEED_FROM) == {S.PROCESSING, S.ABANDONED, S.DEAD_LETTER}
 
 
 def test_a_purge_deletes_no_live_execution() -> None:
-    assert set(states.PURGE_FROM) == set(JobState) - {S.ENQUEUED, S.PROCESSING}
+    assert set(states.PURGE_FROM) == set(JobState) - {S.ENQUEUED, S.PROCESSING, S.WAITING}
 
 
 def _sql_statements() -> dict[str, str]:
     from importlib import resources
 
-    return parse((resources.files("app.db") / "sql" / "executions.sql").read_text(encoding="utf-8"))
+    return {name: sql for file in ("executions.sql", "workflows.sql")
+            for name, sql in parse((resources.files("app.db") / "sql" / file).read_text(encoding="utf-8")).items()}
 
 
 def _function_files() -> dict[str, str]:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any, Literal
+from uuid import UUID
 
 from pydantic import AwareDatetime, Field, Strict, StringConstraints, field_validator
 
 from app.api.fields import ResponseModel, StrictModel, rfc3339_text, within_utc_years
 from app.domain.logs import MAX_ENTRIES_PER_CALL
+from app.domain.names import NAME_PATTERN
 from app.domain.states import ABANDONED_ERROR_PREFIX
 from app.domain.failure_reply import MAX_ERROR_TYPE_CHARS
 
@@ -29,11 +31,28 @@ class CompletionError(StrictModel):
         return value
 
 
+class SuspendIn(StrictModel):
+    """Wait, holding no slot, until a time, a named signal or a timeout; then the execution is
+    dispatched again (the same attempt) with `resume` and `steps`."""
+
+    until: AwareDatetime | None = Field(None, description="RFC 3339 with a zone, at most 365 days ahead")
+    seconds: Annotated[float, Strict(), Field(ge=0, le=365 * 86400)] | None = Field(
+        None, description="instead of until: this long from now")
+    signals: Annotated[list[Annotated[str, StringConstraints(pattern=NAME_PATTERN)]], Field(max_length=100)] | None = (
+        Field(None, description="resume when a signal of one of these names arrives (or is there already)"))
+    timeout_seconds: Annotated[float, Strict(), Field(ge=0, le=365 * 86400)] | None = Field(
+        None, description="resume (reason `timeout`) when nothing else came within this long")
+    steps: dict[str, Any] | None = Field(None, description="run-step-once results to record, by step name")
+
+    _until_is_text = field_validator("until", mode="before")(rfc3339_text)
+
+
 class CompleteIn(StrictModel):
-    outcome: Literal["succeeded", "failed"]
+    outcome: Literal["succeeded", "failed", "suspended"]
     result: Any = None
     error: CompletionError | None = None
     retryable: Annotated[bool, Strict()] = True
+    suspend: SuspendIn | None = Field(None, description="with `outcome: suspended`: what to wait for")
 
 
 Count = Annotated[int, Strict(), Field(ge=0, le=2**62)]
@@ -72,6 +91,18 @@ class LogsStored(ResponseModel):
 
 class StepIn(StrictModel):
     result: Any = None
+
+
+class ParentOut(ResponseModel):
+    ref: str
+    execution_id: UUID
+    state: str
+    result: Any
+
+
+class ParentPage(ResponseModel):
+    items: list[ParentOut] = Field(description="the execution's workflow parents by ref, with their results")
+    next_after: str | None = Field(description="pass as `after` for the next page; null at the end")
 
 
 class StepOut(ResponseModel):

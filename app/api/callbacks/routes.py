@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Query, Request
 from starlette.responses import Response
 
 from app.api.auth import bearer_token
@@ -16,6 +17,7 @@ from app.api.callbacks.models import (
     CompleteIn,
     LogsIn,
     LogsStored,
+    ParentPage,
     ProgressIn,
     StepIn,
     StepOut,
@@ -24,7 +26,9 @@ from app.api.executions.models import ExecutionOut
 from app.api.executions.views import execution_view
 from app.api.responses import FastJSON
 from app.api.services import services_of
+from app.domain.errors import FieldError, ValidationFailed
 from app.domain.logs import LogEntry, LogLevel, normalize_message
+from app.domain.waits import InvalidSuspend, parse_suspend
 from app.domain.names import NAME_PATTERN
 from app.domain.steps import Step
 from app.services.callbacks import Completion
@@ -41,12 +45,21 @@ async def complete(request: Request) -> Response:
     execution_id = path_uuid(request, "execution_id")
     body = body_as(request, CompleteIn)
     s = services_of(request)
+    suspend = None
+    if body.outcome == "suspended":
+        if body.suspend is None:
+            raise ValidationFailed([FieldError("suspend", "required with outcome suspended")])
+        try:
+            suspend = parse_suspend(body.suspend.model_dump(mode="json", exclude_none=True), datetime.now(UTC))
+        except InvalidSuspend as exc:
+            raise ValidationFailed([FieldError("suspend", str(exc))]) from None
     completion = Completion(
         succeeded=body.outcome == "succeeded",
         result=body.result,
         error_message=body.error.message if body.error else None,
         error_type=body.error.type if body.error else None,
         retryable=body.retryable,
+        suspend=suspend,
     )
     done = await s.callbacks.complete(execution_id, bearer_token(request), completion,
                                       traceparent=request.headers.get("traceparent"))
@@ -98,6 +111,21 @@ StepName = Annotated[str, Path(pattern=NAME_PATTERN, description="a name: " + NA
 
 def _step_view(step: Step) -> dict[str, object]:
     return {"name": step.name, "result": step.result, "completed_at": step.completed_at}
+
+
+@router.get("/{execution_id}/parents", operation_id="listParents", response_model=ParentPage)
+async def list_parents(
+    execution_id: UUID,
+    request: Request,
+    after: Annotated[str, Query(max_length=200, description="the previous page's `next_after`")] = "",
+    limit: Annotated[int, Query(ge=1, le=1000, description="items per page")] = 100,
+) -> Response:
+    """A job of a workflow: its parents by ref with their results, a page at a time (a dispatch
+    inlines them only while they total at most 256 KiB). Empty for a job outside workflows."""
+    s = services_of(request)
+    items, next_after = await s.callbacks.parents(execution_id, bearer_token(request), after, limit)
+    return FastJSON({"items": [{**i, "execution_id": str(i["execution_id"])} for i in items],
+                     "next_after": next_after})
 
 
 @router.get("/{execution_id}/steps/{name}", operation_id="getStep", response_model=StepOut)

@@ -9,7 +9,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from app.api.fields import ResponseModel
+from app.api.fields import ResponseModel, StrictModel
 from app.domain.events import EventType
 from app.domain.executions import JobType
 from app.domain.states import JobState
@@ -29,6 +29,11 @@ class ProgressOut(ResponseModel):
     failed: int
     status: str | None
     percentage: int = Field(description="floor((succeeded + failed) * 100 / total); 0 while total is 0")
+
+
+class WorkflowRefOut(ResponseModel):
+    id: UUID = Field(description="the workflow (GET /v1/workflows/{id})")
+    ref: str = Field(description="the job's name in the workflow, which depends_on names")
 
 
 class ExecutionOut(ResponseModel):
@@ -60,6 +65,8 @@ class ExecutionOut(ResponseModel):
     error_type: str | None
     concurrency_key: str | None = Field(None, description="the key it shares its handler's per-key limits with; "
                                                            "null: none")
+    workflow: WorkflowRefOut | None = Field(None, description="the workflow the job belongs to (POST /v1/workflows); "
+                                                               "null: none")
     debounced: bool | None = Field(
         None, description="in the answer to a POST /v1/jobs with `debounce` only (absent elsewhere): true when it "
                           "sent the enqueue to the execution that was waiting (or, leading, that ran first), which "
@@ -68,6 +75,29 @@ class ExecutionOut(ResponseModel):
 
 class ExecutionPage(ResponseModel):
     items: list[ExecutionOut]
+    next_cursor: str | None
+
+
+class SignalIn(StrictModel):
+    payload: Any = Field(None, description="any JSON value, at most 64 KiB; handed to the wait that consumes it")
+
+
+class SignalSent(ResponseModel):
+    id: int = Field(description="the signal's id (GET …/signals lists it)")
+    woke: bool = Field(description="true when the execution was waiting for it: resumed now, the signal consumed; "
+                                   "false: kept until a wait that names it")
+
+
+class SignalOut(ResponseModel):
+    id: int
+    name: str
+    payload: Any
+    sent_at: datetime
+    consumed_at: datetime | None = Field(description="when a wait consumed it; null while it is kept")
+
+
+class SignalPage(ResponseModel):
+    items: list[SignalOut]
     next_cursor: str | None
 
 
@@ -126,12 +156,26 @@ class TransitionEventOut(ResponseModel):
                                                         "follows: when that one is due")
 
 
+class WorkflowEventOut(ResponseModel):
+    """A workflow's end (workflow.succeeded, .failed, .cancelled): the workflow as it ended."""
+
+    workflow_id: UUID
+    name: str | None
+    state: Literal["SUCCEEDED", "FAILED", "CANCELLED"]
+    counts: dict[str, int] = Field(description="its jobs by state")
+    metadata: Any
+    created_at: datetime
+    completed_at: datetime
+
+
 class EventOut(ResponseModel):
     id: int = Field(description="the event's id; ids grow with time within one execution")
     type: EventTypeName = Field(  # type: ignore[valid-type]
-        description="an attempt's outcome, its dead letter, or a user's action (execution.retried: a manual retry)")
+        description="an attempt's outcome, its dead letter, or a user's action (execution.retried: a manual retry); "
+                    "a workflow's end (workflow.*)")
     occurred_at: datetime
-    data: TransitionEventOut
+    data: TransitionEventOut | WorkflowEventOut = Field(
+        description="execution.*: the curated transition event; workflow.*: the workflow as it ended")
 
 
 class EventPage(ResponseModel):
@@ -143,7 +187,8 @@ class BlockerOut(ResponseModel):
     """One reason the execution is not running now; the fields beside `reason` are its data."""
 
     reason: Literal["scheduled", "queue_paused", "handler_concurrency", "key_concurrency", "rate_limit", "key_paused",
-                    "circuit_open", "retry_after", "adaptive_limit", "stateful", "no_node_serves_queue"] = Field(
+                    "circuit_open", "retry_after", "adaptive_limit", "stateful", "no_node_serves_queue",
+                    "dependencies", "suspended"] = Field(
         description="`scheduled`: due only at `until`; `queue_paused`: its `queue` is paused; `handler_concurrency`: "
                     "its handler has `in_flight` calls of its `limit` (max_concurrency); `key_concurrency`: its "
                     "concurrency `key` has `in_flight` calls of its handler's `limit` (key_concurrency); "
@@ -154,7 +199,9 @@ class BlockerOut(ResponseModel):
                     "its adaptive handler (or, with `key`, its key) has `in_flight` calls of its effective `limit`; "
                     "`stateful`: another stateful "
                     "job of its queue, `execution_id` in `state`, runs (PROCESSING) or goes first (ENQUEUED); "
-                    "`no_node_serves_queue`: no live node claims from its `queue` (JOBWIRE_QUEUES)")
+                    "`no_node_serves_queue`: no live node claims from its `queue` (JOBWIRE_QUEUES); `dependencies`: "
+                    "a WAITING job of a workflow waits for its parents `refs`, not terminal yet; `suspended`: its "
+                    "handler suspended it until `until`, one of `signals`, or `timeout_at`")
     until: datetime | None = None
     queue: str | None = None
     in_flight: int | None = None
@@ -163,10 +210,14 @@ class BlockerOut(ResponseModel):
     state: StateName | None = None
     key: str | None = None
     next_slot: datetime | None = None
+    refs: list[str] | None = None
+    signals: list[str] | None = None
+    timeout_at: datetime | None = None
 
 
 class BlockerList(ResponseModel):
-    state: StateName = Field(description="the execution's state: only an ENQUEUED one can be held back")
+    state: StateName = Field(description="the execution's state: only an ENQUEUED one can be held back, or a "
+                                         "WAITING one by its dependencies")
     items: list[BlockerOut] = Field(description="every reason it is not running now, read in one snapshot; empty "
                                                 "when nothing holds it back (it is due and waits only for a free slot "
-                                                "of a node) or when it is not ENQUEUED")
+                                                "of a node) or when it is neither ENQUEUED nor WAITING")

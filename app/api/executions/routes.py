@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from starlette.responses import Response
 
 from app.api.auth import ManagementRoute, queues_of, requires
 from app.api.executions.models import (AttemptList, BlockerList, EventPage, ExecutionOut, ExecutionPage, LogPage,
-                                       StateName)
+                                       SignalIn, SignalPage, SignalSent, StateName)
 from app.api.executions.views import attempt_view, blocker_view, event_view, execution_view, log_view
 from app.api.fields import Name
 from app.api.responses import FastJSON, problems
@@ -20,6 +20,7 @@ from app.domain.executions import ListFilter
 
 router = APIRouter(prefix="/v1/executions", tags=["executions"], route_class=ManagementRoute)
 Limit = Annotated[int, Query(ge=1, le=500, description="items per page")]
+SignalName = Annotated[Name, Path(description="the signal's name (a wait names the signals it waits for)")]
 Cursor = Annotated[str | None, Query(max_length=200, description="the previous page's `next_cursor`; omitted: the "
                                                                  "first page")]
 
@@ -82,7 +83,8 @@ async def execution_blockers(execution_id: UUID, request: Request) -> Response:
     """Why an ENQUEUED execution is not running now: every rule of the claim that holds it back,
     read in one snapshot (`scheduled`, `queue_paused`, `handler_concurrency`, `stateful`,
     `no_node_serves_queue`). Empty when nothing does: it is due and waits only for a node's free
-    slot, behind the work of higher priority or earlier `scheduled_at`. Waiting spends no attempt."""
+    slot, behind the work of higher priority or earlier `scheduled_at`. Waiting spends no attempt.
+    A WAITING job of a workflow: `dependencies`, the refs of its parents not terminal yet."""
     s = services_of(request)
     state, blockers = await s.blockers.blockers(execution_id, queues_of(request))
     return FastJSON({"state": state, "items": [blocker_view(b) for b in blockers]})
@@ -105,6 +107,30 @@ async def execution_events(
     s = services_of(request)
     page = await s.executions.events(execution_id, limit, cursor, queues_of(request))
     return FastJSON({"items": [event_view(e) for e in page.items], "next_cursor": page.next_cursor})
+
+
+@router.post("/{execution_id}/signals/{name}", operation_id="sendSignal", response_model=SignalSent, status_code=202,
+             responses=problems(404, 409, 413))
+@requires(Scope.OPERATE)
+async def send_signal(execution_id: UUID, name: SignalName, request: Request, body: SignalIn | None = None) -> Response:
+    """Send a named signal to an execution: a durable mailbox. A suspended execution waiting for the
+    name resumes at once (`woke: true`); otherwise the signal is kept, and the first wait that names
+    it consumes it, once, even with two nodes. A finished execution → 409."""
+    s = services_of(request)
+    sent = await s.signals.send(execution_id, name, body.payload if body else None, queues_of(request))
+    return FastJSON({"id": sent.id, "woke": sent.woke}, status_code=202)
+
+
+@router.get("/{execution_id}/signals", operation_id="listSignals", response_model=SignalPage,
+            responses=problems(404, 422))
+@requires(Scope.READ)
+async def list_signals(execution_id: UUID, request: Request, limit: Limit = 50, cursor: Cursor = None) -> Response:
+    """The signals sent to the execution, oldest first, each with `consumed_at` once a wait took it."""
+    s = services_of(request)
+    page = await s.signals.list(execution_id, limit, cursor, queues_of(request))
+    return FastJSON({"items": [{"id": x.id, "name": x.name, "payload": x.payload, "sent_at": x.sent_at,
+                                "consumed_at": x.consumed_at} for x in page.items],
+                     "next_cursor": page.next_cursor})
 
 
 @router.post("/{execution_id}/cancel", operation_id="cancelExecution",

@@ -40,6 +40,7 @@ def execution_view(e: Execution) -> dict[str, Any]:
         "last_error": e.last_error,
         "error_type": e.error_type,
         "concurrency_key": e.concurrency_key,
+        "workflow": None if e.workflow_id is None else {"id": str(e.workflow_id), "ref": e.workflow_ref},
     }
 
 
@@ -66,4 +67,9 @@ def blocker_view(b: Blocker) -> dict[str, Any]:
         value = getattr(b, name)
         if value is not None:
             view[name] = value
+    if b.refs is not None:
+        view["refs"] = list(b.refs)
+    if b.reason.value == "suspended":
+        view["signals"] = list(b.signals or ())
+        view["timeout_at"] = b.timeout_at
     return view

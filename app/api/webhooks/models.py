@@ -4,7 +4,7 @@ reply it reads back."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +19,43 @@ class DispatchCallback(BaseModel):
                                  "under it (`/complete`, `/progress`, `/heartbeat`, `/logs`, `/steps/{name}`)")
     token: str = Field(description="`Authorization: Bearer <token>` on those callbacks: valid for this execution "
                                    "and attempt only")
+
+
+class DispatchParent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    execution_id: UUID
+    state: str = Field(description="its state now: SUCCEEDED, DEAD_LETTER or CANCELLED (terminal), as the job "
+                                   "runs only once every parent is terminal")
+    result: Any = Field(None, description="its result, while the parents' results total at most 256 KiB as JSON; "
+                                          "beyond that left out of every parent: GET {callback.url}/parents pages "
+                                          "through them")
+
+
+class DispatchWorkflow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: UUID = Field(description="the workflow (GET /v1/workflows/{id})")
+    ref: str = Field(description="this job's ref in it")
+    parents: dict[str, DispatchParent] = Field(description="its direct parents by ref; empty for a root")
+
+
+class DispatchSignal(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    payload: Any = Field(description="as sent (POST /v1/executions/{id}/signals/{name})")
+    sent_at: datetime
+
+
+class DispatchResume(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    n: int = Field(description="which resumption this is, 1 for the first; also the `jobwire-resume` header and "
+                               "the `.r<n>` of `webhook-id`")
+    reason: Literal["timer", "signal", "timeout"]
+    signals: list[DispatchSignal] = Field(description="the signals this resumption consumed (reason `signal`)")
+    children: dict[str, Any] = Field(description="reserved for waits on spawned children: empty")
 
 
 class DispatchRequest(BaseModel):
@@ -41,6 +78,13 @@ class DispatchRequest(BaseModel):
     deadline: datetime = Field(description="reply, or report back by callbacks, before this: a call still open then "
                                            "is abandoned (heartbeat and progress callbacks move it)")
     callback: DispatchCallback
+    workflow: DispatchWorkflow | None = Field(None, description="only for a job of a workflow (absent otherwise): "
+                                                                 "its ref and its parents with their results")
+    resume: DispatchResume | None = Field(None, description="only on a resumed dispatch (after a `suspend`): why "
+                                                             "it resumed and the signals it consumed")
+    steps: dict[str, Any] | None = Field(None, description="only for a job that suspended: every step recorded "
+                                                           "(name → result), so a stateless handler replays to "
+                                                           "where it was")
 
 
 class HandlerReply(BaseModel):
@@ -49,6 +93,10 @@ class HandlerReply(BaseModel):
 
     result: Any = Field(None, description="stored as the execution's `result` (null when absent); over the payload "
                                           "cap, or not storable in PostgreSQL, the attempt fails instead")
+    suspend: dict[str, Any] | None = Field(
+        None, description="instead of a result: wait, holding no slot, then be dispatched again with `resume` — "
+                          "`{until?: RFC 3339 | seconds?: n, signals?: [name], timeout_seconds?: n, steps?: {name: "
+                          "result}}` (until at most 365 days ahead; at most 100 suspensions per execution)")
 
 
 class HandlerFailureError(BaseModel):

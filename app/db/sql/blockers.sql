@@ -48,6 +48,15 @@ SELECT e.state, e.queue,
               AND (a.priority > e.priority OR (a.priority = e.priority AND a.scheduled_at < e.scheduled_at))
             ORDER BY a.priority DESC, a.scheduled_at LIMIT 1)
        END AS stateful_ahead,
+       -- A WAITING job of a workflow: its parents not terminal yet, by ref.
+       CASE WHEN e.state = 'WAITING' THEN
+           ARRAY(SELECT p.workflow_ref FROM job_dependencies d JOIN job_executions p ON p.id = d.parent_id
+                 WHERE d.child_id = e.id AND p.state NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')
+                 ORDER BY p.workflow_ref)
+       END AS dependencies,
+       -- A suspended job: its wait.
+       e.state = 'WAITING' AND e.suspensions IS NOT NULL AND e.pending_parents IS NULL AS suspended,
+       w.until AS suspended_until, w.signals AS suspended_signals, w.timeout_at AS suspended_timeout_at,
        EXISTS (SELECT 1 FROM job_server_heartbeats n
                WHERE n.last_heartbeat >= now() - make_interval(secs => :timeout)
                  AND (n.queues IS NULL OR e.queue = ANY(n.queues))) AS node_serves_queue
@@ -56,4 +65,5 @@ LEFT JOIN job_queues q ON q.name = e.queue
 LEFT JOIN job_handlers h ON h.name = e.handler
 LEFT JOIN job_handler_flow f ON f.handler = e.handler
 LEFT JOIN job_keys k ON k.handler = e.handler AND k.key = e.concurrency_key
+LEFT JOIN job_waits w ON w.execution_id = e.id
 WHERE e.id = :id

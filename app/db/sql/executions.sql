@@ -7,8 +7,12 @@
 -- Insert a batch of DELAYED jobs through jobwire_enqueue(jobs jsonb) (app/db/sql/functions), the
 -- one insert path the API shares with applications: validation, defaults, idempotency keys, the
 -- ENQUEUED events and the NOTIFY all happen there. One row per item in input order (ord); created
--- is false where an idempotency key returned an execution stored before.
-SELECT ord, created, $COLUMNS FROM jobwire_enqueue(CAST(:jobs AS jsonb)) ORDER BY ord
+-- is false where an idempotency key returned an execution stored before. A job it inserts is in no
+-- workflow (yet): the function's result has no workflow columns.
+SELECT ord, created, $COLUMNS
+FROM (SELECT f.*, CAST(NULL AS uuid) AS workflow_id, CAST(NULL AS text) AS workflow_ref
+      FROM jobwire_enqueue(CAST(:jobs AS jsonb)) AS f) AS enqueued
+ORDER BY ord
 
 -- name: execution_get
 SELECT $COLUMNS FROM job_executions WHERE id = :id
@@ -25,7 +29,7 @@ SELECT EXISTS (SELECT 1 FROM job_executions WHERE idempotency_key = :key)
 SELECT id, job_id, job_type, handler, queue, attempt, max_attempts, CAST(payload AS text) AS payload,
        CAST(parameters AS text) AS parameters, CAST(metadata AS text) AS metadata, scheduled_at,
        started_at, deadline_at, seconds_left, handler_url, handler_secret, handler_secrets, concurrency_key,
-       flow_watch
+       flow_watch, CAST(workflow AS text) AS workflow, CAST(continuation AS text) AS continuation
 FROM jobwire_claim(:node, :n, :default_timeout, CAST(:queues AS text[]))
 
 -- fragment: locked
@@ -305,15 +309,11 @@ SET deadline_at = LEAST(
 WHERE e.id = :id AND e.attempt = :attempt AND e.state = 'PROCESSING'
 RETURNING e.id
 
--- name: execution_cancel
--- A user's cancel: ENQUEUED or PROCESSING → CANCELLED. Its event row is typed
--- execution.cancelled; a cancel of a PROCESSING execution ends its attempt, so that row also
--- carries the attempt, its start and its node (t reads the state it had, locked).
-WITH t AS (
-    SELECT id, state AS was FROM job_executions
-    WHERE id = :id AND state = ANY(CAST(:from_states AS text[]))
-    FOR UPDATE
-), u AS (
+-- fragment: cancel_selected
+-- A user's cancel of the rows a CTE t(id, was) selected and locked (was: the state each had):
+-- CANCELLED, each with its event row typed execution.cancelled; a cancel of a PROCESSING execution
+-- ends its attempt, so that row also carries the attempt, its start and its node.
+u AS (
     UPDATE job_executions e
     SET state = 'CANCELLED', completed_at = now(), locked_by = NULL, updated_at = now()
     FROM t
@@ -329,12 +329,29 @@ WITH t AS (
 )
 SELECT $COLUMNS FROM u
 
+-- name: execution_cancel
+-- A user's cancel: ENQUEUED, PROCESSING or WAITING → CANCELLED.
+WITH t AS (
+    SELECT id, state AS was FROM job_executions
+    WHERE id = :id AND state = ANY(CAST(:from_states AS text[]))
+    FOR UPDATE
+), $cancel_selected
+
 -- name: execution_retry_manually
 -- A user's retry of DEAD_LETTER or CANCELLED: a new attempt, due now, max_attempts raised if spent.
--- Its event row is typed execution.retried (it ends no attempt: no attempt columns).
-WITH u AS (
+-- Its event row is typed execution.retried (it ends no attempt: no attempt columns). A CANCELLED job
+-- of a workflow (cancelled while it waited) with parents not terminal yet waits for them again
+-- (WAITING, counting them), as it did before the cancel.
+WITH p AS (
+    SELECT count(*) AS unfinished FROM job_dependencies d JOIN job_executions x ON x.id = d.parent_id
+    WHERE d.child_id = :id AND x.state NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')
+), u AS (
     UPDATE job_executions
-    SET state = 'ENQUEUED', attempt = attempt + 1, max_attempts = GREATEST(max_attempts, attempt + 2),
+    SET state = CASE WHEN state = 'CANCELLED' AND workflow_id IS NOT NULL AND (SELECT unfinished FROM p) > 0
+                     THEN 'WAITING' ELSE 'ENQUEUED' END,
+        pending_parents = CASE WHEN workflow_id IS NOT NULL AND pending_parents IS NOT NULL
+                               THEN (SELECT unfinished FROM p) ELSE pending_parents END,
+        attempt = attempt + 1, max_attempts = GREATEST(max_attempts, attempt + 2),
         scheduled_at = now(), started_at = NULL, completed_at = NULL, deadline_at = NULL,
         locked_by = NULL, updated_at = now()
     WHERE id = :id AND state = ANY(CAST(:from_states AS text[]))

@@ -27,13 +27,16 @@
 -- 3. the claim of those ids, one statement whatever chose them: the guarded write, the events,
 --    the flow state (each handler's highest turn claimed and its rate limit's next slot, each
 --    key's, in job_handler_flow and job_keys: written only for handlers that use them), the
---    secrets and the result, sorted (UPDATE returns rows in the order it met them).
+--    secrets and the result, sorted (UPDATE returns rows in the order it met them); a job in a
+--    workflow comes with its `workflow` (jobwire_workflow_context), one that suspended with its
+--    `continuation` (jobwire_resume_context: steps, resume), NULL for the others. A stateful
+--    queue whose job is suspended (WAITING) is held as while it is PROCESSING.
 CREATE OR REPLACE FUNCTION jobwire_claim(node text, n int, default_timeout float8, queues text[] DEFAULT NULL)
 RETURNS TABLE (id uuid, job_id text, job_type text, handler text, queue text, attempt int, max_attempts int,
                payload jsonb, parameters jsonb, metadata jsonb, scheduled_at timestamptz,
                started_at timestamptz, deadline_at timestamptz, seconds_left float8,
                handler_url text, handler_secret text, handler_secrets text[], concurrency_key text,
-               flow_watch boolean)
+               flow_watch boolean, workflow jsonb, continuation jsonb)
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $function$
@@ -55,6 +58,9 @@ BEGIN
             AND (queues IS NULL OR e.queue = ANY(queues))) AS q
     WHERE NOT EXISTS (SELECT 1 FROM job_executions p
                       WHERE p.state = 'PROCESSING' AND p.stateful AND p.queue = q.queue)
+      -- A suspended stateful job keeps its queue: one at a time means one unfinished job.
+      AND NOT EXISTS (SELECT 1 FROM job_executions p
+                      WHERE p.stateful AND p.state = 'WAITING' AND p.suspensions IS NOT NULL AND p.queue = q.queue)
       AND NOT EXISTS (SELECT 1 FROM job_queues jq WHERE jq.name = q.queue AND jq.paused)
       AND pg_try_advisory_xact_lock(hashtext('jobwire:' || current_schema()), hashtext('queue:' || q.queue));
 
@@ -193,9 +199,17 @@ BEGIN
                 -- When its handler is blocked, the queue waits (its order is kept).
                 SELECT s.id, s.priority, s.scheduled_at, s.handler
                 FROM unnest(v_stateful) AS q(queue)
+                -- A job that suspended and was resumed goes on first: it holds the queue.
+                CROSS JOIN LATERAL (
+                    SELECT (SELECT r.id FROM job_executions r
+                            WHERE r.stateful AND r.state = 'ENQUEUED' AND r.suspensions IS NOT NULL
+                              AND r.queue = q.queue AND r.scheduled_at <= now()
+                            ORDER BY r.scheduled_at, r.id LIMIT 1) AS id
+                ) AS resumed
                 CROSS JOIN LATERAL (
                     SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
                     WHERE e.state = 'ENQUEUED' AND e.stateful AND e.queue = q.queue AND e.scheduled_at <= now()
+                      AND (resumed.id IS NULL OR e.id = resumed.id)
                       AND NOT EXISTS (SELECT 1 FROM job_executions p
                                       WHERE p.state = 'PROCESSING' AND p.stateful AND p.queue = q.queue)
                     ORDER BY e.priority DESC, e.scheduled_at
@@ -247,9 +261,17 @@ BEGIN
                 -- When its handler is blocked, the queue waits (its order is kept).
                 SELECT s.id, s.priority, s.scheduled_at, s.handler
                 FROM unnest(v_stateful) AS q(queue)
+                -- A job that suspended and was resumed goes on first: it holds the queue.
+                CROSS JOIN LATERAL (
+                    SELECT (SELECT r.id FROM job_executions r
+                            WHERE r.stateful AND r.state = 'ENQUEUED' AND r.suspensions IS NOT NULL
+                              AND r.queue = q.queue AND r.scheduled_at <= now()
+                            ORDER BY r.scheduled_at, r.id LIMIT 1) AS id
+                ) AS resumed
                 CROSS JOIN LATERAL (
                     SELECT e.id, e.priority, e.scheduled_at, e.handler FROM job_executions e
                     WHERE e.state = 'ENQUEUED' AND e.stateful AND e.queue = q.queue AND e.scheduled_at <= now()
+                      AND (resumed.id IS NULL OR e.id = resumed.id)
                       AND NOT EXISTS (SELECT 1 FROM job_executions p
                                       WHERE p.state = 'PROCESSING' AND p.stateful AND p.queue = q.queue)
                     ORDER BY e.priority DESC, e.scheduled_at
@@ -285,7 +307,8 @@ BEGIN
         WHERE e.id = ANY(v_ids) AND e.state = 'ENQUEUED'
         RETURNING e.id, e.job_id, e.job_type, e.handler, e.queue, e.state, e.attempt, e.max_attempts,
                   e.priority, e.payload, e.parameters, e.metadata, e.error_type, e.scheduled_at,
-                  e.created_at, e.started_at, e.completed_at, e.deadline_at, e.concurrency_key, e.fair_tag
+                  e.created_at, e.started_at, e.completed_at, e.deadline_at, e.concurrency_key, e.fair_tag,
+                  e.workflow_id, e.suspensions
     ), per_handler AS (
         -- Flow state, for the handlers that use it only: the highest turn claimed and the calls
         -- started against the handler's rate limit.
@@ -368,7 +391,11 @@ BEGIN
            CAST(EXTRACT(EPOCH FROM u.deadline_at - now()) AS float8), h.url, s.secrets[1], s.secrets,
            u.concurrency_key,
            -- Its reply moves flow state: an adaptive handler's, or a circuit with failures counted.
-           COALESCE(h.adaptive OR f.circuit_failures > 0 OR f.circuit_state <> 'closed', false)
+           COALESCE(h.adaptive OR f.circuit_failures > 0 OR f.circuit_state <> 'closed', false),
+           -- A job in a workflow: its ref and its parents (their results), as the dispatch carries them.
+           CASE WHEN u.workflow_id IS NOT NULL THEN jobwire_workflow_context(u.id) END,
+           -- A job that suspended: its steps, and its `resume` when this attempt was resumed.
+           CASE WHEN u.suspensions IS NOT NULL THEN jobwire_resume_context(u.id, u.attempt) END
     FROM u LEFT JOIN job_handlers h ON h.name = u.handler
     LEFT JOIN job_handler_flow f ON f.handler = u.handler
     LEFT JOIN secrets s ON s.handler = u.handler

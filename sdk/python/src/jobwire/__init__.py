@@ -8,7 +8,9 @@ from jobwire.client import AsyncJobwireClient, JobwireClient
 from jobwire.errors import InvalidResponse, JobwireError, ProblemError, Unavailable
 from jobwire.models import (
     TERMINAL_STATES,
+    WORKFLOW_STATES,
     AdaptiveLimit,
+    AddedJobs,
     ApiKey,
     Attempt,
     Blocker,
@@ -33,13 +35,22 @@ from jobwire.models import (
     RateLimit,
     Readiness,
     Schedule,
+    Signal,
+    SignalSent,
     StreamedEvent,
     Subscription,
     TransitionEvent,
+    Workflow,
+    WorkflowEvent,
+    WorkflowItem,
+    WorkflowJob,
+    WorkflowRef,
 )
 
-__all__ = ["TERMINAL_STATES", "AdaptiveLimit", "ApiKey", "AsyncJobwireClient", "Attempt", "Blocker", "Blockers",
-           "BulkResult", "Circuit", "ConcurrencyKey", "Debounce", "Delivery", "Event", "EventPage", "Execution",
-           "Handler", "HandlerSecret", "Health", "InvalidResponse", "JobwireClient", "JobwireError", "KeyRate",
-           "LogEntry", "Node", "Page", "ProblemError", "Progress", "Queue", "RateLimit", "Readiness", "Retries",
-           "Schedule", "StreamedEvent", "Subscription", "TransitionEvent", "Unavailable", "__version__"]
+__all__ = ["TERMINAL_STATES", "WORKFLOW_STATES", "AdaptiveLimit", "AddedJobs", "ApiKey", "AsyncJobwireClient",
+           "Attempt", "Blocker", "Blockers", "BulkResult", "Circuit", "ConcurrencyKey", "Debounce", "Delivery", "Event",
+           "EventPage", "Execution", "Handler", "HandlerSecret", "Health", "InvalidResponse", "JobwireClient",
+           "JobwireError", "KeyRate", "LogEntry", "Node", "Page", "ProblemError", "Progress", "Queue", "RateLimit",
+           "Readiness", "Retries", "Schedule", "Signal", "SignalSent", "StreamedEvent", "Subscription",
+           "TransitionEvent", "Unavailable", "Workflow", "WorkflowEvent", "WorkflowItem", "WorkflowJob", "WorkflowRef",
+           "__version__"]

@@ -236,25 +236,35 @@ def following(call: Call[Page[T]], page: Page[T]) -> Call[Page[T]] | None:
 
 # --- wait ----------------------------------------------------------------------------------
 
-def wait(call: Call[Execution], timeout: float, *, first_delay: float = 0.05, max_delay: float = 1.0,
-         clock: Callable[[], float] = time.monotonic) -> Plan[Execution]:
-    """Read the execution until it is terminal: polls 50 ms apart at first, doubling up to 1 s;
-    TimeoutError once `timeout` seconds have passed."""
+def poll(call: Call[T], timeout: float, finished: Callable[[T], bool], still: Callable[[T], str], *,
+         first_delay: float = 0.05, max_delay: float = 1.0,
+         clock: Callable[[], float] = time.monotonic) -> Plan[T]:
+    """Read with `call` until `finished` says so: polls 50 ms apart at first, doubling up to 1 s;
+    TimeoutError (`still` says what it was last) once `timeout` seconds have passed."""
 
-    def steps(retries: Retries) -> Program[Execution]:
+    def steps(retries: Retries) -> Program[T]:
         deadline = clock() + timeout
         delay = first_delay
         while True:
-            execution = yield from exchange(call, retries)
-            if execution.is_terminal:
-                return execution
+            read = yield from exchange(call, retries)
+            if finished(read):
+                return read
             left = deadline - clock()
             if left <= 0:
-                raise TimeoutError(f"execution {execution.id} is still {execution.state} after {timeout} s")
+                raise TimeoutError(f"{still(read)} after {timeout} s")
             yield Sleep(min(delay, left))
             delay = min(delay * 2, max_delay)
 
     return Plan(steps)
+
+
+def wait(call: Call[Execution], timeout: float, *, first_delay: float = 0.05, max_delay: float = 1.0,
+         clock: Callable[[], float] = time.monotonic) -> Plan[Execution]:
+    """Read the execution until it is terminal: polls 50 ms apart at first, doubling up to 1 s;
+    TimeoutError once `timeout` seconds have passed."""
+    return poll(call, timeout, lambda execution: execution.is_terminal,
+                lambda execution: f"execution {execution.id} is still {execution.state}",
+                first_delay=first_delay, max_delay=max_delay, clock=clock)
 
 
 # --- a pause -------------------------------------------------------------------------------

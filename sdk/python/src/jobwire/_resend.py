@@ -7,8 +7,8 @@ the request). After it, every request may be tried again. The other proves nothi
 the request went out, then the connection dropped or the read timed out (or something other than
 Jobwire answered 503). Jobwire may have applied it. A request is sent again after that only when
 doing it twice does no more than doing it once: a read, a DELETE, a PUT of a whole definition, an
-enqueue (which always carries an idempotency key) unless it debounces, a pause or resume, a bulk
-cancel or delete of given ids, a subscription's recover. The others raise `Unavailable` with
+enqueue or a workflow's creation (which always carry an idempotency key) unless it debounces, a
+pause or resume, a bulk cancel or delete of given ids, a subscription's recover. The others raise `Unavailable` with
 `maybe_applied` set, saying how to find out.
 
 A DELETE sent again may find its target gone: a 404 then means what was asked holds, and the
@@ -79,6 +79,27 @@ RESEND: Mapping[str, Resend] = {
         "your payload (trailing), or one started in the window (leading), took the enqueue; enqueue again if "
         "none did"))),
     "enqueueJobs": SAFE,
+    # workflows: a create carries an idempotency key (the caller's or the client's), so a second try
+    # answers the workflow the first one stored. Jobs added to one carry none of their own: sent
+    # again, their refs are in the workflow already.
+    "createWorkflow": SAFE,
+    "addWorkflowJobs": unsafe(
+        "a second add of the same jobs is refused (422: their refs are in the workflow already), which would say "
+        "the add failed",
+        "List the workflow's jobs (client.workflows.jobs {name}): if your refs are there, the add was applied; "
+        "otherwise add them again"),
+    "getWorkflow": SAFE,
+    "listWorkflows": SAFE,
+    "listWorkflowJobs": SAFE,
+    "cancelWorkflow": unsafe(
+        "a second cancel of a cancelled workflow is refused (409), which would say the cancel failed",
+        "GET the workflow (client.workflows.get {name}): CANCELLED, or another end, means it is no longer running "
+        "(the cancel was applied, or it ended first); if it is still RUNNING, cancel again"),
+    "retryWorkflow": unsafe(
+        "a second retry is refused (409) when the first left nothing to retry, which would say the retry failed, "
+        "and retries again the jobs that have failed again since",
+        "GET the workflow (client.workflows.get {name}): RUNNING, with fewer DEAD_LETTER and CANCELLED jobs in its "
+        "counts than before, means the retry was applied; otherwise retry again"),
     # executions
     "getExecution": SAFE,
     "listExecutions": SAFE,
@@ -96,6 +117,13 @@ RESEND: Mapping[str, Resend] = {
         "retries the execution again if that attempt has already failed",
         "GET the execution (client.executions.get {name}): an attempt higher than before, or a state other "
         "than DEAD_LETTER or CANCELLED, means the retry was applied; otherwise retry again"),
+    # A signal is a message: each POST stores another one, which a wait consumes (and a second copy
+    # would wake a later wait that names it). A list is a read.
+    "sendSignal": unsafe(
+        "each signal sent is stored again: a second copy would be kept, and wake the next wait that names it",
+        "List the execution's signals (client.executions.signals {name}): one of that name sent just now is the "
+        "lost request's; send it again if there is none"),
+    "listSignals": SAFE,
     "bulkCancelExecutions": unsafe(_BULK_BY_FILTER, _BULK_ADVICE, safe_with_ids=True),
     "bulkDeleteExecutions": unsafe(_BULK_BY_FILTER, _BULK_ADVICE, safe_with_ids=True),
     # Not even by ids: a row the lost try re-enqueued that has failed again since would be retried

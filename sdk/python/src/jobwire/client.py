@@ -34,6 +34,7 @@ from jobwire.resources import (
     AsyncQueues,
     AsyncSchedules,
     AsyncSubscriptions,
+    AsyncWorkflows,
     Events,
     Executions,
     Handlers,
@@ -42,6 +43,7 @@ from jobwire.resources import (
     Queues,
     Schedules,
     Subscriptions,
+    Workflows,
 )
 from jobwire.resources import health as probes
 
@@ -166,8 +168,9 @@ class _Asynchronous:
 
 
 class JobwireClient:
-    """The Jobwire API, blocking, grouped by resource: `handlers`, `jobs`, `executions`, `events`,
-    `subscriptions`, `schedules`, `queues`, `nodes`, `api_keys`. Use it as a context manager or call `close()`.
+    """The Jobwire API, blocking, grouped by resource: `handlers`, `jobs`, `workflows`, `executions`,
+    `events`, `subscriptions`, `schedules`, `queues`, `nodes`, `api_keys`. Use it as a context
+    manager or call `close()`.
 
     `retries` bounds how often a request is tried again after a 503 or a failed connection
     (`Retries(attempts=1)` turns that off; which requests may be sent again at all is fixed per
@@ -180,6 +183,7 @@ class JobwireClient:
         self._driver = _Blocking(self._http, retries or Retries())
         self.handlers = Handlers(self._driver)
         self.jobs = Jobs(self._driver)
+        self.workflows = Workflows(self._driver)
         self.executions = Executions(self._driver)
         self.events = Events(self._driver)
         self.schedules = Schedules(self._driver)
@@ -213,7 +217,8 @@ class JobwireClient:
 
 class AsyncJobwireClient:
     """The Jobwire API for asyncio: JobwireClient's resources and methods, each awaited (`list`,
-    `logs`, `events`, `keys`, `deliveries` and `follow` give async iterators). Use `async with` or `await close()`."""
+    `logs`, `events`, `keys`, `deliveries`, `follow` and the workflows' `jobs` give async
+    iterators). Use `async with` or `await close()`."""
 
     def __init__(self, base_url: str, api_key: str | None = None, timeout: float | httpx.Timeout = 30.0, *,
                  retries: Retries | None = None, headers: Mapping[str, str] | None = None) -> None:
@@ -221,6 +226,7 @@ class AsyncJobwireClient:
         self._driver = _Asynchronous(self._http, retries or Retries())
         self.handlers = AsyncHandlers(self._driver)
         self.jobs = AsyncJobs(self._driver)
+        self.workflows = AsyncWorkflows(self._driver)
         self.executions = AsyncExecutions(self._driver)
         self.events = AsyncEvents(self._driver)
         self.schedules = AsyncSchedules(self._driver)

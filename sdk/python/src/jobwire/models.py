@@ -14,18 +14,23 @@ from typing import Any, Generic, TypeVar
 
 from jobwire._resource import Resource, many, one, parse_time, times
 
-__all__ = ["TERMINAL_STATES", "AdaptiveLimit", "ApiKey", "Attempt", "Blocker", "Blockers", "BulkResult", "Circuit",
-           "ConcurrencyKey", "Debounce", "Event", "EventPage", "Execution", "Handler", "HandlerSecret", "Health",
-           "KeyRate", "LogEntry", "Node", "Page", "Progress", "Queue", "RateLimit", "Readiness", "Schedule",
-           "Delivery", "StreamedEvent", "Subscription", "TransitionEvent", "parse_time"]
+__all__ = ["TERMINAL_STATES", "WORKFLOW_STATES", "AdaptiveLimit", "AddedJobs", "ApiKey", "Attempt", "Blocker",
+           "Blockers", "BulkResult", "Circuit", "ConcurrencyKey", "Debounce", "Event", "EventPage", "Execution",
+           "Handler", "HandlerSecret", "Health", "KeyRate", "LogEntry", "Node", "Page", "Progress", "Queue",
+           "RateLimit", "Readiness", "Schedule", "Delivery", "Signal", "SignalSent", "StreamedEvent", "Subscription",
+           "TransitionEvent", "Workflow", "WorkflowEvent", "WorkflowItem", "WorkflowJob", "WorkflowRef", "parse_time"]
 
 T = TypeVar("T")
 
 # States no writer moves on by itself (only a user's retry does): SUCCEEDED, DEAD_LETTER and
 # CANCELLED; and ABANDONED, where a cron fire stays (a delayed job is re-enqueued or dead-lettered
 # in the same transaction, so it is never seen there). FAILED is transient, like ENQUEUED and
-# PROCESSING: the attempt's retry or dead letter follows.
+# PROCESSING: the attempt's retry or dead letter follows. WAITING (a job of a workflow whose
+# parents are not all terminal, or one its handler suspended) is not terminal either: its last
+# parent's end enqueues or cancels it; a suspended one is enqueued again when its wait is over.
 TERMINAL_STATES = frozenset({"SUCCEEDED", "DEAD_LETTER", "CANCELLED", "ABANDONED"})
+# A workflow is RUNNING while one of its jobs is not terminal, then ends in one of the others.
+WORKFLOW_STATES = ("RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
 
 
 # --- executions ------------------------------------------------------------------------------
@@ -40,8 +45,20 @@ class Progress(Resource):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WorkflowRef(Resource):
+    """Where a job stands in a workflow: the workflow's `id` (`client.workflows.get`) and the
+    job's `ref` there, the name `depends_on` gives it."""
+
+    id: str
+    ref: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Execution(Resource):
-    """One execution of a job (`GET /v1/executions/{id}`)."""
+    """One execution of a job (`GET /v1/executions/{id}`). `state` is ENQUEUED, PROCESSING,
+    SUCCEEDED, FAILED, CANCELLED, ABANDONED, DEAD_LETTER, or WAITING: a job of a workflow whose
+    parents are not all terminal yet (`workflow` says which workflow, None outside one), or one
+    its handler suspended until a time, a signal or a timeout (`client.executions.blockers`)."""
 
     id: str
     job_id: str
@@ -68,13 +85,14 @@ class Execution(Resource):
     error_type: str | None = None
     created: bool | None = None  # in a batch's answer: False when an idempotency key found it
     concurrency_key: str | None = None  # the key it shares its handler's per-key limits with
+    workflow: WorkflowRef | None = None  # the workflow it belongs to; None: none
     # In the answer to an enqueue with `debounce` only (None otherwise): True when the enqueue went
     # to the execution that was waiting (trailing) or that ran first (leading), this one; False
     # when it made this one.
     debounced: bool | None = None
 
     _READERS = {**times("scheduled_at", "created_at", "started_at", "completed_at", "deadline_at"),
-                "progress": one(Progress.from_json)}
+                "progress": one(Progress.from_json), "workflow": one(WorkflowRef.from_json)}
 
     @property
     def is_terminal(self) -> bool:
@@ -125,7 +143,10 @@ class Blocker(Resource):
     call out until `until`, then one probe), `retry_after` (a 429 or 503 with Retry-After holds
     the handler, or with `key` the key, until `until`), `adaptive_limit` (the adaptive handler,
     or with `key` the key, has `in_flight` calls of its effective `limit`), `stateful`
-    (`execution_id` in `state`, PROCESSING or ENQUEUED ahead), `no_node_serves_queue` (`queue`)."""
+    (`execution_id` in `state`, PROCESSING or ENQUEUED ahead), `no_node_serves_queue` (`queue`),
+    `dependencies` (a WAITING job of a workflow: its parents `refs` are not terminal yet),
+    `suspended` (a WAITING job its handler suspended: until `until`, one of `signals`, or
+    `timeout_at`, whichever comes first)."""
 
     reason: str
     until: datetime | None = None
@@ -136,14 +157,17 @@ class Blocker(Resource):
     state: str | None = None
     key: str | None = None
     next_slot: datetime | None = None
+    refs: list[str] | None = None  # `dependencies`: the parents it waits for
+    signals: list[str] | None = None  # `suspended`: the signals that end the wait
+    timeout_at: datetime | None = None  # `suspended`: when the wait ends anyway (reason `timeout`)
 
-    _READERS = times("until", "next_slot")
+    _READERS = times("until", "next_slot", "timeout_at")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Blockers(Resource):
     """Why an execution is not running now: its `state`, and `items`, empty when nothing holds it
-    back (or it is not ENQUEUED)."""
+    back (or it is neither ENQUEUED nor WAITING)."""
 
     state: str
     items: list[Blocker] = field(default_factory=list)
@@ -175,15 +199,43 @@ class TransitionEvent(Resource):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WorkflowEvent(Resource):
+    """The event of a workflow's end (`workflow.succeeded`, `.failed`, `.cancelled`): the workflow
+    as it ended, its jobs counted by state."""
+
+    workflow_id: str
+    name: str | None = None
+    state: str  # SUCCEEDED, FAILED or CANCELLED
+    counts: dict[str, int] = field(default_factory=dict)
+    metadata: Any = None
+    created_at: datetime
+    completed_at: datetime
+
+    _READERS = times("created_at", "completed_at")
+
+
+def event_data(data: Any) -> TransitionEvent | WorkflowEvent:
+    """An event's `data`: a workflow's end (it names `workflow_id`, no execution), else a transition."""
+    if isinstance(data, dict) and "workflow_id" in data and "execution_id" not in data:
+        return WorkflowEvent.from_json(data)
+    return TransitionEvent.from_json(data)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Event(Resource):
-    """A transition event of an execution (`GET /v1/executions/{id}/events`)."""
+    """An event: a transition of an execution (`type` execution.*, `data` a TransitionEvent; an
+    execution's own events, `GET /v1/executions/{id}/events`, are only these), or a workflow's end
+    (`type` workflow.*, `data` a WorkflowEvent), which the feed, its stream and subscriptions also
+    carry. Typed code tells them apart with `isinstance(event.data, TransitionEvent)`."""
 
     id: int
-    type: str  # execution.succeeded, .failed, .abandoned, .dead_lettered, .cancelled, .retried
+    # execution.succeeded, .failed, .abandoned, .dead_lettered, .cancelled, .retried;
+    # workflow.succeeded, .failed, .cancelled
+    type: str
     occurred_at: datetime
-    data: TransitionEvent
+    data: TransitionEvent | WorkflowEvent
 
-    _READERS = {**times("occurred_at"), "data": TransitionEvent.from_json}
+    _READERS = {**times("occurred_at"), "data": event_data}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -236,6 +288,30 @@ class BulkResult(Resource):
     next_cursor: str | None = None  # where the next call starts
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SignalSent(Resource):
+    """The answer to `client.executions.signal`: the signal's `id`, and `woke`, True when the
+    execution was waiting for it (resumed now, the signal consumed), False when it is kept for
+    the first wait that names it."""
+
+    id: int
+    woke: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Signal(Resource):
+    """A signal sent to an execution (`GET /v1/executions/{id}/signals`): its `name`, `payload`,
+    when it was sent, and `consumed_at`, when a wait took it (None while it is kept)."""
+
+    id: int
+    name: str
+    payload: Any = None
+    sent_at: datetime
+    consumed_at: datetime | None = None
+
+    _READERS = times("sent_at", "consumed_at")
+
+
 @dataclass(frozen=True, slots=True)
 class Page(Generic[T]):
     """One page of a listing; `next_cursor` asks for the next (None on the last)."""
@@ -243,6 +319,74 @@ class Page(Generic[T]):
     items: list[T]
     next_cursor: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+# --- workflows -------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkflowItem(Resource):
+    """A job a workflow was made with or given (`client.workflows.create`, `add_jobs`): its `ref`,
+    its execution and that execution's state then (WAITING, or ENQUEUED when it has no parent to
+    wait for)."""
+
+    ref: str
+    execution_id: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workflow(Resource):
+    """A workflow (`GET /v1/workflows/{id}`): jobs with dependencies, made at once. `state` is
+    RUNNING while one of its jobs is not terminal, then SUCCEEDED (every job succeeded), FAILED
+    (one was dead-lettered, or cancelled by a failed dependency) or CANCELLED (a user cancelled
+    one); `counts` has its `jobs` by state (states with none left out).
+
+    `items` is set in the answer to `client.workflows.create` only: its jobs, in the request's
+    order (empty elsewhere); `waiting_again` and `retried` in the answer to
+    `client.workflows.retry` only (None elsewhere)."""
+
+    id: str
+    name: str | None = None
+    metadata: Any = None
+    state: str  # RUNNING, SUCCEEDED, FAILED or CANCELLED
+    counts: dict[str, int] = field(default_factory=dict)
+    jobs: int
+    created_at: datetime
+    updated_at: datetime
+    completed_at: datetime | None = None
+    items: list[WorkflowItem] = field(default_factory=list)
+    waiting_again: int | None = None  # jobs a failed dependency had cancelled, WAITING again
+    retried: int | None = None  # dead-lettered jobs enqueued again, a new attempt each
+
+    _READERS = {**times("created_at", "updated_at", "completed_at"), "items": many(WorkflowItem.from_json)}
+
+    @property
+    def is_finished(self) -> bool:
+        """True once it is no longer RUNNING (only a retry runs it on)."""
+        return self.state != "RUNNING"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddedJobs(Resource):
+    """The answer to `client.workflows.add_jobs`: the `workflow` with them, and the jobs added
+    (`items`, in the request's order)."""
+
+    workflow: Workflow
+    items: list[WorkflowItem] = field(default_factory=list)
+
+    _READERS = {"workflow": Workflow.from_json, "items": many(WorkflowItem.from_json)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkflowJob(Resource):
+    """A job of a workflow as `client.workflows.jobs` lists it: its `ref`, its execution, that
+    execution's `state` and `queue`, and the refs it `depends_on`."""
+
+    ref: str
+    execution_id: str
+    state: str
+    queue: str
+    depends_on: list[str] = field(default_factory=list)
 
 
 # --- handlers --------------------------------------------------------------------------------
@@ -393,7 +537,8 @@ class Subscription(Resource):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Delivery(Resource):
     """One event's delivery to a subscription (`GET /v1/subscriptions/{name}/deliveries`):
-    `event`, the item it sends (its body); `status` `pending` (not tried yet), `failed` (tried,
+    `event`, the item it sends (its body); `execution_id`, its execution's (a workflow event's: the
+    workflow's id); `status` `pending` (not tried yet), `failed` (tried,
     tried again at `next_try_at`), `delivered` (a 2xx answered) or `dead` (not acknowledged within
     JOBWIRE_EVENT_RETRY_SECONDS, or its destination refused); `tries`; the last try's HTTP
     `last_status` (None: no answer) and `last_error`."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, Required, TypedDict
+from typing import Any, Literal, Required, TypedDict
 from uuid import UUID
 
 from jobwire.models import AdaptiveLimit, Debounce, RateLimit
@@ -26,8 +26,9 @@ class DebounceSpec(TypedDict, total=False):
     mode: str  # trailing (the default) or leading
 
 
-class JobOptions(TypedDict, total=False):
-    """The fields of `POST /v1/jobs` beside `handler` and `payload`."""
+class JobFields(TypedDict, total=False):
+    """The fields of `POST /v1/jobs` beside `handler` and `payload` that every job takes: one
+    enqueued alone, one of a batch, one of a workflow."""
 
     job_id: str | None
     queue: str | None
@@ -42,6 +43,11 @@ class JobOptions(TypedDict, total=False):
     metadata: Mapping[str, Any] | None
     idempotency_key: str | None  # without one the client makes one (`sdk-<uuid4>`)
     concurrency_key: str | None  # shares its handler's key_concurrency and key_rate_limit with its key's jobs
+
+
+class JobOptions(JobFields, total=False):
+    """The fields of `POST /v1/jobs` beside `handler` and `payload`."""
+
     debounce: Debounce | DebounceSpec | None  # one job only (a batch refuses it); not with run_at or delay_seconds
 
 
@@ -50,6 +56,22 @@ class Job(JobOptions, total=False):
 
     handler: Required[str]
     payload: Any
+
+
+class WorkflowJobSpec(JobFields, total=False):
+    """One job of a workflow (`client.workflows.create`, `add_jobs`): `ref`, its name in the
+    workflow (unique there); `depends_on`, the refs of the jobs it waits for (it is WAITING until
+    each is terminal); `on_dependency_failure`, what a parent that ends DEAD_LETTER or CANCELLED
+    does to it: `cancel` it and its descendants (the default), or let it `run` once every parent is
+    terminal, whatever their outcome (a batch callback); then `handler`, `payload` and every field
+    of an enqueue but `debounce`. Without an `idempotency_key` none is made: the workflow's key
+    covers its jobs."""
+
+    ref: Required[str]
+    handler: Required[str]
+    payload: Any
+    depends_on: Iterable[str] | None
+    on_dependency_failure: Literal["cancel", "run"] | None
 
 
 class RateLimitSpec(TypedDict):
@@ -110,6 +132,15 @@ class ExecutionFilters(TypedDict, total=False):
     queue: str | None
     handler: str | None
     job_id: str | None
+    limit: int | None
+
+
+class WorkflowFilters(TypedDict, total=False):
+    """The filters of `GET /v1/workflows`: `state` (RUNNING, SUCCEEDED, FAILED or CANCELLED),
+    `name`; `limit` is the page size (default 50, at most 1000)."""
+
+    state: str | None
+    name: str | None
     limit: int | None
 
 

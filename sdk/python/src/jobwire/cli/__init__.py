@@ -14,13 +14,25 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from jobwire.cli import api_keys, events, executions, handlers, jobs, nodes, queues, schedules, status, subscriptions
+from jobwire.cli import (
+    api_keys,
+    events,
+    executions,
+    handlers,
+    jobs,
+    nodes,
+    queues,
+    schedules,
+    status,
+    subscriptions,
+    workflows,
+)
 from jobwire.cli.connection import VALUED, add_options
 from jobwire.cli.failures import describe, one_line
 from jobwire.cli.plugins import load_commands
 from jobwire.cli.versions import version_text
 
-GROUPS = (handlers, jobs, executions, events, subscriptions, queues, schedules, nodes, api_keys, status)
+GROUPS = (handlers, jobs, workflows, executions, events, subscriptions, queues, schedules, nodes, api_keys, status)
 
 
 class Parser(argparse.ArgumentParser):

@@ -85,7 +85,7 @@ def identifier(kind: str) -> Any:
 
 
 execution_id = identifier("an execution")
-STATES = ("ENQUEUED", "PROCESSING", "SUCCEEDED", "FAILED", "CANCELLED", "ABANDONED", "DEAD_LETTER")
+STATES = ("ENQUEUED", "PROCESSING", "SUCCEEDED", "FAILED", "CANCELLED", "ABANDONED", "DEAD_LETTER", "WAITING")
 
 
 def execution_filters(parser: argparse.ArgumentParser) -> None:

@@ -20,7 +20,8 @@ from jobwire.cli.failures import CommandError
 COMMANDS = ("events",)
 COLUMNS = ("id", "type", "occurred_at", "data.execution_id", "data.queue", "data.handler")
 TYPES_HELP = ("only these event types, comma-separated: execution.succeeded, execution.failed, execution.abandoned, "
-              "execution.dead_lettered, execution.cancelled, execution.retried")
+              "execution.dead_lettered, execution.cancelled, execution.retried, workflow.succeeded, workflow.failed, "
+              "workflow.cancelled")
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:

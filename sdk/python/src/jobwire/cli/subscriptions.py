@@ -18,7 +18,7 @@ COLUMNS = ("name", "url", "state", "types", "backlog", "failing_since", "last_er
 DELIVERY_COLUMNS = ("id", "status", "tries", "event.type", "execution_id", "last_status", "next_try_at",
                     "last_error")
 TYPES = ("execution.succeeded", "execution.failed", "execution.abandoned", "execution.dead_lettered",
-         "execution.cancelled", "execution.retried")
+         "execution.cancelled", "execution.retried", "workflow.succeeded", "workflow.failed", "workflow.cancelled")
 STATUSES = ("pending", "failed", "delivered", "dead")
 
 

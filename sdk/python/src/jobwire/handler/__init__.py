@@ -7,6 +7,21 @@
         return {"hello": job.payload}
 
     app = asgi_app(handle, os.environ["JOBWIRE_HANDLER_SECRET"])   # uvicorn module:app
+
+A job of a workflow knows where it stands (`job.workflow.id`, `job.workflow.ref`) and its
+parents, each with its state and result (`job.parents["resize"].result`; `await ctx.parents()`
+when the dispatch left large results out).
+
+A handler waits without holding a slot by suspending (a durable wait), then runs again when a
+signal comes, a time comes or a timeout passes:
+
+    async def approve(job, ctx):
+        if job.resume is None:                      # the first dispatch
+            await ctx.run_step_once("ask", lambda: ask_for_approval(job.payload))
+            ctx.suspend(signals=["approved", "rejected"], timeout_seconds=86400)
+        if job.resume.reason == "timeout":
+            raise Permanent("nobody answered in a day")
+        return {"approved": job.resume.signals[0].name == "approved"}
 """
 
 from __future__ import annotations
@@ -17,10 +32,11 @@ import httpx
 
 from jobwire.handler._asgi import Handle, HandlerApp
 from jobwire.handler._context import Context
-from jobwire.handler._errors import CallbackError, Permanent
-from jobwire.handler._job import Job
+from jobwire.handler._errors import CallbackError, Permanent, Suspend
+from jobwire.handler._job import Job, Parent, ReceivedSignal, Resume
 
-__all__ = ["CallbackError", "Context", "HandlerApp", "Job", "Permanent", "asgi_app"]
+__all__ = ["CallbackError", "Context", "HandlerApp", "Job", "Parent", "Permanent", "ReceivedSignal", "Resume",
+           "Suspend", "asgi_app"]
 
 
 def asgi_app(handle: Handle, secret: str | Iterable[str], *, sync_window: float = 10.0,
@@ -34,7 +50,8 @@ def asgi_app(handle: Handle, secret: str | Iterable[str], *, sync_window: float 
     timestamp and body) gets a 401, and `handle` does not run. What `handle` returns (JSON) is
     the result; an exception fails the attempt (retried while attempts remain), recorded with
     its class name as error_type and str(exc) as the error; `Permanent` fails it with no
-    retry. `handle` gets `sync_window` seconds (or half the time to the attempt's deadline,
+    retry; `ctx.suspend(…)` (the exception `Suspend`) makes it wait, durably, for a time, a
+    signal or a timeout. `handle` gets `sync_window` seconds (or half the time to the attempt's deadline,
     when sooner) to answer in the request; after that the app answers 202, heartbeats, and
     completes through the callback when `handle` returns. Callbacks Jobwire does not answer
     (or answers 429, 502, 503, 504) are sent again with backoff until the attempt's deadline.

@@ -1,17 +1,19 @@
-"""Context: what `handle` reports through while it works — progress, logs, steps, cancellation.
-It checks what it is given where the handler can see the mistake, and hands the rest to the
-attempt's Reporter (progress, logs) or asks Jobwire (steps, cancellation)."""
+"""Context: what `handle` reports through while it works — progress, logs, steps, cancellation —
+and how it suspends. It checks what it is given where the handler can see the mistake, and hands
+the rest to the attempt's Reporter (progress, logs) or asks Jobwire (steps, cancellation)."""
 
 from __future__ import annotations
 
 import inspect
 import re
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from datetime import datetime
+from typing import Any, NoReturn, TypeVar
 
 from jobwire.handler._callbacks import Callbacks
-from jobwire.handler._job import Job
+from jobwire.handler._errors import Suspend
+from jobwire.handler._job import Job, Parent, parent_of
 from jobwire.handler._reporter import Reporter
 
 T = TypeVar("T")
@@ -29,13 +31,18 @@ class Context:
 
     `progress` and `log` return at once: the toolkit sends them in the background (a tight
     loop may call them per item; progress snapshots are merged while one is in flight) and
-    sends what is pending before the attempt's outcome. `run_step_once` and `is_cancelled`
-    are awaited: their answer comes from Jobwire. Call them from the event loop's thread."""
+    sends what is pending before the attempt's outcome. `run_step_once`, `is_cancelled` and
+    `parents` are awaited: their answer comes from Jobwire (or from the dispatch, when it holds
+    it). `suspend` ends the attempt with a durable wait. Call them from the event loop's
+    thread."""
 
     def __init__(self, job: Job, callbacks: Callbacks, reporter: Reporter) -> None:
         self.job = job
         self._callbacks = callbacks
         self._reporter = reporter
+        # Steps known recorded: the dispatch's (a job that suspended), and those this attempt read
+        # or recorded. A recorded step never changes, so none is asked for twice.
+        self._steps: dict[str, Any] = dict(job.steps)
 
     def progress(self, *, total: int | None = None, succeeded: int | None = None, failed: int | None = None,
                  status: str | None = None) -> None:
@@ -70,17 +77,57 @@ class Context:
         is JSON, returned as Jobwire stored it (a tuple comes back a list, every time). A step
         that ran but was not recorded (the process died in between) runs again: make its work
         idempotent too where that matters, e.g. with f"{job.execution_id}:{name}" as an
-        idempotency key. Through an outage of Jobwire it asks again until the attempt's
+        idempotency key. A step the dispatch holds (`job.steps`: a job that suspended gets every
+        step recorded so far) or that this attempt already read or recorded is answered at once,
+        without asking Jobwire. Through an outage of Jobwire it asks again until the attempt's
         deadline; raises CallbackError when Jobwire refuses, or is away until the deadline."""
         if not isinstance(name, str) or not STEP_NAME.fullmatch(name):
             raise ValueError(f"a step name matches {STEP_NAME.pattern}, not {name!r}")
+        if name in self._steps:
+            return self._steps[name]  # type: ignore[no-any-return]
         found, stored = await self._callbacks.get_step(name)
-        if found:
-            return stored  # type: ignore[no-any-return]
-        value = fn()
-        if inspect.isawaitable(value):
-            value = await value
-        return await self._callbacks.put_step(name, value)  # type: ignore[no-any-return]
+        if not found:
+            value = fn()
+            if inspect.isawaitable(value):
+                value = await value
+            stored = await self._callbacks.put_step(name, value)
+        self._steps[name] = stored
+        return stored  # type: ignore[no-any-return]
+
+    def suspend(self, *, until: datetime | None = None, seconds: float | None = None,
+                signals: str | Iterable[str] = (), timeout_seconds: float | None = None,
+                steps: Mapping[str, Any] | None = None) -> NoReturn:
+        """End this attempt with a durable wait (raises `Suspend`, which the toolkit answers as
+        `{"suspend": …}`): the execution goes WAITING, the same attempt, holding no slot, until
+        `until` (an aware datetime, at most 365 days ahead) or `seconds` from now, until a signal
+        named in `signals` arrives (`client.executions.signal`; one sent earlier and not consumed
+        counts at once), or until `timeout_seconds` pass, whichever comes first. Then Jobwire
+        dispatches it again: `job.resume` says why (`reason` `timer`, `signal` or `timeout`, and
+        the `signals` consumed, with their payloads), and `job.steps` holds every step recorded,
+        so a handler that keeps no state replays to where it was (`run_step_once` answers from
+        it). `steps` records results as run-step-once steps with the suspension itself. A
+        resumption spends no attempt; at most 100 suspensions an execution. A mistake in what it
+        is given raises ValueError here."""
+        raise Suspend(until=until, seconds=seconds, signals=signals, timeout_seconds=timeout_seconds, steps=steps)
+
+    async def parents(self) -> dict[str, Parent]:
+        """A job of a workflow: its direct parents by ref, each with its result (`job.parents`,
+        whose results the dispatch leaves out once they total more than 256 KiB). Asks Jobwire
+        only when the dispatch left them out, then a page of 1,000 parents at a time; {} for a
+        job outside workflows, or a root. Through an outage of Jobwire it asks again until the
+        attempt's deadline; raises CallbackError when Jobwire refuses (409: the attempt is no
+        longer current), or is away until the deadline."""
+        known = self.job.parents
+        if all(parent.has_result for parent in known.values()):
+            return dict(known)
+        found: dict[str, Parent] = {}
+        after: str | None = ""
+        while after is not None:
+            items, after = await self._callbacks.parents_page(after)
+            for item in items:
+                ref = str(item.get("ref"))
+                found[ref] = parent_of(ref, item)
+        return found
 
     async def is_cancelled(self) -> bool:
         """True once the execution is no longer this attempt's to finish: cancelled by a user,

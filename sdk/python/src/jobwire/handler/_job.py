@@ -7,9 +7,55 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from jobwire.models import WorkflowRef
+
 
 class NotADispatch(ValueError):
     """A verified body that is not a Jobwire dispatch (the text of the 400)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Parent:
+    """A parent of a job in a workflow, as the dispatch carries it: its `ref`, its execution, that
+    execution's `state` (terminal, since a job runs only once every parent is: SUCCEEDED, or with
+    `on_dependency_failure="run"` also DEAD_LETTER or CANCELLED) and its `result`. The dispatch
+    inlines the parents' results while they total at most 256 KiB as JSON; beyond that it leaves
+    every one out (`has_result` False, `result` None), and `await ctx.parents()` fetches them."""
+
+    ref: str
+    execution_id: str
+    state: str
+    result: Any = None
+    has_result: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedSignal:
+    """A signal a resumption consumed: its `name`, its `payload` (any JSON value) and when it was
+    sent (`sent_at`)."""
+
+    name: str
+    payload: Any
+    sent_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Why a suspended execution was dispatched again (`job.resume`): the resumption's number `n`
+    (1 for the first; also the `jobwire-resume` header), its `reason` (`timer`: the `until` or
+    `seconds` came; `signal`: a signal the wait named arrived, or was already there; `timeout`:
+    `timeout_seconds` passed first) and the `signals` it consumed, oldest first (every waiting
+    signal of a name the wait named; empty unless the reason is `signal`). `children` is reserved
+    for waits on spawned children (empty)."""
+
+    n: int
+    reason: str
+    signals: tuple[ReceivedSignal, ...] = ()
+    children: Mapping[str, Any] = field(default_factory=dict)
+
+    def signal(self, name: str) -> ReceivedSignal | None:
+        """The first signal of `name` this resumption consumed, or None."""
+        return next((s for s in self.signals if s.name == name), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,7 +63,16 @@ class Job:
     """One attempt of one execution. `execution_id` is the same on every attempt (make work
     idempotent on it); `attempt` counts from 0. `deadline` is when Jobwire gives up on the
     attempt unless it hears from it (each progress or heartbeat moves it). `raw` is the whole
-    body, for fields newer than this toolkit."""
+    body, for fields newer than this toolkit.
+
+    For a job of a workflow, `workflow` is the workflow's `id` and this job's `ref` in it, and
+    `parents` its direct parents by ref (empty for a root); None and empty outside workflows.
+
+    For a job that suspended (`ctx.suspend`), `steps` holds every step recorded so far, by name
+    (what `ctx.run_step_once` answers from without asking Jobwire), and `resume` says why this
+    dispatch came: None on a first dispatch and on a retry, a `Resume` when the execution was
+    dispatched again after a wait. `steps` is empty for a job that never suspended (its steps,
+    if any, are asked of Jobwire)."""
 
     execution_id: str
     attempt: int
@@ -34,6 +89,10 @@ class Job:
     callback_url: str
     callback_token: str = field(repr=False)
     raw: Mapping[str, Any] = field(repr=False, compare=False)
+    workflow: WorkflowRef | None = None
+    parents: Mapping[str, Parent] = field(default_factory=dict)
+    resume: Resume | None = None
+    steps: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def is_last_attempt(self) -> bool:
@@ -55,6 +114,7 @@ def parse_job(document: Any) -> Job:
             and isinstance(callback.get("token"), str)):
         raise NotADispatch("no callback url and token")
     max_attempts = document.get("max_attempts")
+    workflow, parents = _workflow(document.get("workflow"))
     return Job(
         execution_id=execution_id,
         attempt=attempt,
@@ -71,7 +131,62 @@ def parse_job(document: Any) -> Job:
         callback_url=callback["url"].rstrip("/"),
         callback_token=callback["token"],
         raw=document,
+        workflow=workflow,
+        parents=parents,
+        resume=_resume(document.get("resume")),
+        steps=_steps(document.get("steps")),
     )
+
+
+def _workflow(value: Any) -> tuple[WorkflowRef | None, dict[str, Parent]]:
+    """The dispatch's `workflow` {id, ref, parents: {ref: {execution_id, state, result?}}}: where
+    the job stands and its parents; (None, {}) outside workflows."""
+    if not isinstance(value, dict):
+        return None, {}
+    workflow_id, ref = value.get("id"), value.get("ref")
+    if not isinstance(workflow_id, str) or not isinstance(ref, str):
+        raise NotADispatch("a workflow without its id and ref")
+    parents: dict[str, Parent] = {}
+    for parent_ref, parent in (value.get("parents") or {}).items():
+        if not isinstance(parent, dict):
+            raise NotADispatch(f"workflow parent {parent_ref!r} is not an object")
+        parents[parent_ref] = parent_of(parent_ref, parent)
+    return WorkflowRef(id=workflow_id, ref=ref, raw={"id": workflow_id, "ref": ref}), parents
+
+
+def _resume(value: Any) -> Resume | None:
+    """The dispatch's `resume` {n, reason, signals: [{name, payload, sent_at}], children}, on a
+    resumed dispatch only; None otherwise."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise NotADispatch("resume is not an object")
+    n, reason, signals = value.get("n"), value.get("reason"), value.get("signals") or []
+    if not isinstance(n, int) or isinstance(n, bool) or not isinstance(reason, str):
+        raise NotADispatch("a resume without its n and reason")
+    if not isinstance(signals, list) or not all(isinstance(s, dict) and isinstance(s.get("name"), str)
+                                                for s in signals):
+        raise NotADispatch("resume.signals is not a list of signals")
+    children = value.get("children")
+    return Resume(n=n, reason=reason,
+                  signals=tuple(ReceivedSignal(name=s["name"], payload=s.get("payload"),
+                                               sent_at=_time(s.get("sent_at"))) for s in signals),
+                  children=children if isinstance(children, dict) else {})
+
+
+def _steps(value: Any) -> dict[str, Any]:
+    """The dispatch's `steps` {name: result} (a job that suspended); {} otherwise."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise NotADispatch("steps is not an object")
+    return dict(value)
+
+
+def parent_of(ref: str, document: Mapping[str, Any]) -> Parent:
+    """A parent from the dispatch's `{execution_id, state, result?}`, or a `/parents` item."""
+    return Parent(ref=ref, execution_id=str(document.get("execution_id")), state=str(document.get("state")),
+                  result=document.get("result"), has_result="result" in document)
 
 
 def _time(value: Any) -> datetime | None:

@@ -1,7 +1,7 @@
 """What a finished `handle` becomes: the synchronous reply, or the completion callback's body.
 One reading of the task for both, so the two paths cannot disagree: a failure carries the same
-`error: {type, message}` and `retryable` in the reply's body as in the completion, and Jobwire
-records both alike."""
+`error: {type, message}` and `retryable` in the reply's body as in the completion, and a
+suspension the same `suspend` object, and Jobwire records both alike."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobwire.handler._callbacks import STALE, encode
-from jobwire.handler._errors import CallbackError, Permanent
+from jobwire.handler._errors import CallbackError, Permanent, Suspend
 
 log = logging.getLogger("jobwire.handler")
 
@@ -35,6 +35,7 @@ class Outcome:
     message: str = ""
     error_type: str = ""
     retryable: bool = True
+    suspend_json: bytes | None = None  # a suspension (`Suspend`): its `suspend` object, encoded
 
 
 def error_type_of(name: str) -> str:
@@ -60,6 +61,14 @@ def outcome_of(work: asyncio.Task[Any], execution_id: str) -> Outcome:
         return Outcome(False, message="the handler was stopped before it finished (shutting down)",
                        error_type="HandlerStopped")
     exc = work.exception()
+    if isinstance(exc, Suspend):
+        try:
+            suspension = encode(exc.document)
+        except (TypeError, ValueError) as encoding:
+            return Outcome(False, message=f"the suspension's steps are not JSON: {encoding}",
+                           error_type="UnencodableResult")
+        log.info("execution %s %s", execution_id, exc)
+        return Outcome(False, suspend_json=suspension)
     if exc is None:
         try:
             return Outcome(True, result_json=encode(work.result()))
@@ -76,8 +85,11 @@ def outcome_of(work: asyncio.Task[Any], execution_id: str) -> Outcome:
 
 
 def sync_reply(outcome: Outcome) -> tuple[int, bytes]:
-    """(status, JSON body): 200 {"result": …} succeeds the attempt; a failure is a 500 problem
-    (RFC 9457) carrying `error` and `retryable`, which Jobwire records as the attempt's error."""
+    """(status, JSON body): 200 {"result": …} succeeds the attempt, 200 {"suspend": …} makes it
+    wait; a failure is a 500 problem (RFC 9457) carrying `error` and `retryable`, which Jobwire
+    records as the attempt's error."""
+    if outcome.suspend_json is not None:
+        return 200, b'{"suspend":' + outcome.suspend_json + b"}"
     if outcome.succeeded:
         return 200, b'{"result":' + outcome.result_json + b"}"
     return 500, encode({"type": "about:blank", "title": "Handler failed", "status": 500, "detail": outcome.message,
@@ -86,6 +98,8 @@ def sync_reply(outcome: Outcome) -> tuple[int, bytes]:
 
 
 def completion_body(outcome: Outcome) -> bytes:
+    if outcome.suspend_json is not None:
+        return b'{"outcome":"suspended","suspend":' + outcome.suspend_json + b"}"
     if outcome.succeeded:
         return b'{"outcome":"succeeded","result":' + outcome.result_json + b"}"
     return encode({"outcome": "failed", "error": {"message": outcome.message, "type": outcome.error_type},

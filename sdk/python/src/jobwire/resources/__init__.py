@@ -8,8 +8,9 @@ from jobwire.resources.jobs import AsyncJobs, Jobs
 from jobwire.resources.queues import AsyncNodes, AsyncQueues, Nodes, Queues
 from jobwire.resources.schedules import AsyncSchedules, Schedules
 from jobwire.resources.subscriptions import AsyncSubscriptions, Subscriptions
+from jobwire.resources.workflows import AsyncWorkflows, Workflows
 
 __all__ = ["ApiKeys", "AsyncApiKeys", "AsyncEventFeed", "AsyncEventStream", "AsyncEvents", "AsyncExecutions",
            "AsyncHandlers", "AsyncJobs", "AsyncNodes", "AsyncQueues", "AsyncSchedules", "AsyncSubscriptions",
-           "EventFeed", "EventStream", "Events", "Executions", "Handlers", "Jobs", "Nodes", "Queues", "Schedules",
-           "Subscriptions"]
+           "AsyncWorkflows", "EventFeed", "EventStream", "Events", "Executions", "Handlers", "Jobs", "Nodes", "Queues",
+           "Schedules", "Subscriptions", "Workflows"]

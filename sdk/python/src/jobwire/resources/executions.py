@@ -1,4 +1,5 @@
-"""`client.executions`: read executions, follow them to the end, change their state, act on many."""
+"""`client.executions`: read executions, follow them to the end, change their state, signal them,
+act on many."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Unpack
 
 from jobwire._protocol import Call, Plan, listed, nothing, paged, path, wait
-from jobwire.models import Attempt, Blockers, BulkResult, Event, Execution, LogEntry, Page
+from jobwire.models import Attempt, Blockers, BulkResult, Event, Execution, LogEntry, Page, Signal, SignalSent
 from jobwire.resources._driver import AsyncDriver, Driver, share_docs
 from jobwire.types import ExecutionFilters, Id, Selection
 
@@ -59,6 +60,16 @@ def list_events(execution_id: Id, limit: int | None) -> Call[Page[Event]]:
                 params={"limit": limit}, name=str(execution_id))
 
 
+def send_signal(execution_id: Id, name: str, payload: Any) -> Call[SignalSent]:
+    return Call("sendSignal", "POST", path("executions", execution_id, "signals", name), SignalSent.from_json,
+                body={"payload": payload}, name=str(execution_id))
+
+
+def list_signals(execution_id: Id, limit: int | None) -> Call[Page[Signal]]:
+    return Call("listSignals", "GET", path("executions", execution_id, "signals"), paged(Signal.from_json),
+                params={"limit": limit}, name=str(execution_id))
+
+
 BULK = {"retry": "bulkRetryExecutions", "cancel": "bulkCancelExecutions", "delete": "bulkDeleteExecutions"}
 
 
@@ -94,7 +105,7 @@ class Executions:
         return self._driver.run(wait_for(execution_id, timeout))
 
     def cancel(self, execution_id: Id) -> Execution:
-        """ENQUEUED or PROCESSING → CANCELLED (409 from other states)."""
+        """ENQUEUED, PROCESSING or WAITING → CANCELLED (409 from other states)."""
         return self._driver.run(cancel_execution(execution_id))
 
     def retry(self, execution_id: Id) -> Execution:
@@ -102,8 +113,8 @@ class Executions:
         return self._driver.run(retry_execution(execution_id))
 
     def delete(self, execution_id: Id) -> None:
-        """Delete a finished execution with its logs, steps and events (409 while ENQUEUED or
-        PROCESSING); its idempotency key is free again."""
+        """Delete a finished execution with its logs, steps, signals and events (409 while
+        ENQUEUED, PROCESSING or WAITING); its idempotency key is free again."""
         return self._driver.run(delete_execution(execution_id))
 
     def attempts(self, execution_id: Id) -> builtins.list[Attempt]:
@@ -122,6 +133,20 @@ class Executions:
         """Its transition events, oldest first, following cursors (`limit`: page size)."""
         return self._driver.iterate(list_events(execution_id, limit))
 
+    def signal(self, execution_id: Id, name: str, payload: Any = None) -> SignalSent:
+        """Send the signal `name` (with `payload`, any JSON value of at most 64 KiB) to the
+        execution: a durable mailbox. A suspended execution waiting for that name resumes at once
+        (`woke` True); otherwise the signal is kept, and the first wait that names it consumes it
+        (never lost, never consumed twice). 409 once the execution is SUCCEEDED, DEAD_LETTER or
+        CANCELLED. Not sent again after a lost reply (`Unavailable.maybe_applied`): see its
+        message."""
+        return self._driver.run(send_signal(execution_id, name, payload))
+
+    def signals(self, execution_id: Id, *, limit: int | None = None) -> Iterator[Signal]:
+        """The signals sent to it, oldest first, each with `consumed_at` once a wait took it,
+        following cursors (`limit`: page size)."""
+        return self._driver.iterate(list_signals(execution_id, limit))
+
     def bulk_retry(self, **selection: Unpack[Selection]) -> BulkResult:
         """DEAD_LETTER and CANCELLED executions → ENQUEUED, each as a new attempt, for the selection
         (`state`, `queue`, `handler`, `job_id`, `ids`; at most `limit`). Repeat while `more`, with
@@ -129,7 +154,7 @@ class Executions:
         return self._driver.run(bulk("retry", selection))
 
     def bulk_cancel(self, **selection: Unpack[Selection]) -> BulkResult:
-        """ENQUEUED and PROCESSING executions → CANCELLED, for the selection. Repeat while `more`, with
+        """ENQUEUED, PROCESSING and WAITING executions → CANCELLED, for the selection. Repeat while `more`, with
         `cursor=result.next_cursor`."""
         return self._driver.run(bulk("cancel", selection))
 
@@ -177,6 +202,12 @@ class AsyncExecutions:
 
     def events(self, execution_id: Id, *, limit: int | None = None) -> AsyncIterator[Event]:
         return self._driver.iterate(list_events(execution_id, limit))
+
+    async def signal(self, execution_id: Id, name: str, payload: Any = None) -> SignalSent:
+        return await self._driver.run(send_signal(execution_id, name, payload))
+
+    def signals(self, execution_id: Id, *, limit: int | None = None) -> AsyncIterator[Signal]:
+        return self._driver.iterate(list_signals(execution_id, limit))
 
     async def bulk_retry(self, **selection: Unpack[Selection]) -> BulkResult:
         return await self._driver.run(bulk("retry", selection))

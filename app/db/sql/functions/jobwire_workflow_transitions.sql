@@ -1,0 +1,179 @@
+-- Workflows kept in step with their jobs, in the transaction of each transition (DESIGN §9): the
+-- trigger jobwire_workflow_transitions, AFTER UPDATE ON job_executions FOR EACH STATEMENT, with the
+-- statement's rows before (old_rows) and after (new_rows). A statement that moves no job of a
+-- workflow (every statement of a job outside workflows) looks at its rows once and returns. For
+-- the jobs of workflows whose state it changed, set-based, once per statement:
+-- 1. each workflow's counts by state, its unfinished jobs (not SUCCEEDED, DEAD_LETTER or
+--    CANCELLED) and those a user cancelled (one update per workflow, their rows locked in id
+--    order); a workflow ends when none is unfinished (CANCELLED when a user cancelled one, FAILED
+--    when one was dead-lettered or cancelled by a failed dependency, else SUCCEEDED) with its event
+--    (workflow.succeeded|failed|cancelled), and runs again when one is unfinished again (a retry);
+-- 2. the children of the jobs that became terminal. For a parent that ended DEAD_LETTER or
+--    CANCELLED, every WAITING descendant reached through children whose policy is `cancel` is
+--    CANCELLED (error_type dependency_failed, naming its parent that failed), however deep. Then
+--    each WAITING child counts its parents that ended; at none left it is ENQUEUED (due at once,
+--    or at its own run_at). A job that stops being terminal (a retry) counts again for its WAITING
+--    children. A child's count is written under its row lock: two parents of one child ending at
+--    once on two nodes queue on it, and the second sees the first's count (one enqueues it).
+-- The statements on the children fire this trigger again, one level down, for their own rows.
+-- The rows that moved are read from the transition tables once, by a statement planned for their
+-- number (EXECUTE: a cached plan made for a few rows would join 10,000 with 10,000 by nested
+-- loops), into arrays the other statements unnest.
+CREATE OR REPLACE FUNCTION jobwire_workflow_transitions()
+RETURNS trigger
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+SET TimeZone = 'UTC'
+AS $function$
+DECLARE
+    ids uuid[];
+    workflows uuid[];
+    refs text[];
+    was text[];
+    now_state text[];
+    by_user int[];
+    touched uuid[];
+    ends boolean;  -- a job became terminal, or stopped being terminal
+    released int;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM new_rows n WHERE n.workflow_id IS NOT NULL) THEN
+        RETURN NULL;
+    END IF;
+    EXECUTE $moved$
+        SELECT array_agg(n.id ORDER BY n.id), array_agg(n.workflow_id ORDER BY n.id),
+               array_agg(n.workflow_ref ORDER BY n.id), array_agg(o.state ORDER BY n.id),
+               array_agg(n.state ORDER BY n.id),
+               array_agg(CASE WHEN n.state = 'CANCELLED' AND n.error_type IS DISTINCT FROM 'dependency_failed'
+                              THEN 1 ELSE 0 END
+                         - CASE WHEN o.state = 'CANCELLED' AND o.error_type IS DISTINCT FROM 'dependency_failed'
+                                THEN 1 ELSE 0 END ORDER BY n.id)
+        FROM new_rows n JOIN old_rows o ON o.id = n.id
+        WHERE o.workflow_id IS NOT NULL AND o.state IS DISTINCT FROM n.state
+    $moved$ INTO ids, workflows, refs, was, now_state, by_user;
+    IF ids IS NULL THEN
+        RETURN NULL;
+    END IF;
+    touched := ARRAY(SELECT DISTINCT w FROM unnest(workflows) AS w ORDER BY w);
+    ends := EXISTS (SELECT 1 FROM unnest(was, now_state) AS m(was, now)
+                    WHERE (m.was IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
+                          <> (m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')));
+
+    -- 1. The workflows, locked in id order, counted, ended or running again.
+    PERFORM 1 FROM job_workflows w WHERE w.id = ANY(touched) ORDER BY w.id FOR NO KEY UPDATE;
+    WITH moved AS (
+        SELECT m.workflow_id, m.was, m.now,
+               m.was IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED') AS was_done,
+               m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED') AS is_done, m.by_user
+        FROM unnest(workflows, was, now_state, by_user) AS m(workflow_id, was, now, by_user)
+    ), deltas AS (
+        SELECT x.workflow_id, jsonb_object_agg(x.state, x.d) AS d
+        FROM (SELECT m.workflow_id, s.state, sum(s.d) AS d
+              FROM moved m, LATERAL (VALUES (m.was, -1), (m.now, 1)) AS s(state, d)
+              GROUP BY m.workflow_id, s.state) AS x
+        GROUP BY x.workflow_id
+    ), per AS (
+        SELECT m.workflow_id,
+               sum(CASE WHEN m.was_done AND NOT m.is_done THEN 1 WHEN m.is_done AND NOT m.was_done THEN -1
+                        ELSE 0 END) AS unfinished,
+               sum(m.by_user) AS by_user
+        FROM moved m GROUP BY m.workflow_id
+    )
+    UPDATE job_workflows w
+    SET counts = (SELECT COALESCE(jsonb_object_agg(k.key, COALESCE(CAST(w.counts->>k.key AS int), 0)
+                                                        + COALESCE(CAST(d.d->>k.key AS int), 0)), '{}')
+                  FROM jsonb_object_keys(w.counts || d.d) AS k(key)),
+        unfinished = w.unfinished + p.unfinished, cancelled_by_user = w.cancelled_by_user + p.by_user,
+        updated_at = now()
+    FROM deltas d JOIN per p ON p.workflow_id = d.workflow_id
+    WHERE w.id = d.workflow_id;
+    IF NOT ends THEN  -- claims, retries, releases: only the counts moved
+        RETURN NULL;
+    END IF;
+    UPDATE job_workflows w SET state = 'RUNNING', completed_at = NULL
+    WHERE w.id = ANY(touched) AND w.unfinished > 0 AND w.state <> 'RUNNING';
+    WITH ended AS (
+        UPDATE job_workflows w
+        SET state = CASE WHEN w.cancelled_by_user > 0 THEN 'CANCELLED'
+                         WHEN COALESCE(CAST(w.counts->>'DEAD_LETTER' AS int), 0) > 0
+                              OR COALESCE(CAST(w.counts->>'CANCELLED' AS int), 0) > 0 THEN 'FAILED'
+                         ELSE 'SUCCEEDED' END,
+            completed_at = now()
+        WHERE w.id = ANY(touched) AND w.unfinished = 0 AND w.state = 'RUNNING'
+        RETURNING w.*
+    )
+    INSERT INTO job_events (execution_id, event, type)
+    SELECT e.id,
+           jsonb_build_object('workflow_id', e.id, 'name', e.name, 'state', e.state,
+                              'counts', (SELECT COALESCE(jsonb_object_agg(c.key, c.value), '{}')
+                                         FROM jsonb_each(e.counts) AS c WHERE c.value <> '0'),
+                              'metadata', e.metadata, 'created_at', e.created_at, 'completed_at', e.completed_at),
+           'workflow.' || lower(e.state)
+    FROM ended e ORDER BY e.id;
+
+    -- 2. The children of the jobs that became terminal (or stopped being terminal).
+    WITH RECURSIVE doomed(id, ref, via_ref, via_id, via_state) AS (
+        SELECT c.id, c.workflow_ref, m.ref, m.id, m.now
+        FROM unnest(ids, refs, was, now_state) AS m(id, ref, was, now)
+        JOIN job_dependencies d ON d.parent_id = m.id
+        JOIN job_executions c ON c.id = d.child_id
+        WHERE m.now IN ('DEAD_LETTER', 'CANCELLED') AND m.was NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')
+          AND c.state = 'WAITING' AND c.on_dependency_failure = 'cancel' AND c.pending_parents IS NOT NULL
+        UNION
+        SELECT c.id, c.workflow_ref, x.ref, x.id, 'CANCELLED'
+        FROM doomed x JOIN job_dependencies d ON d.parent_id = x.id
+        JOIN job_executions c ON c.id = d.child_id
+        WHERE c.state = 'WAITING' AND c.on_dependency_failure = 'cancel' AND c.pending_parents IS NOT NULL
+    ), u AS (
+        UPDATE job_executions e
+        SET state = 'CANCELLED', completed_at = now(), updated_at = now(), locked_by = NULL,
+            error_type = 'dependency_failed',
+            last_error = format('dependency %s (execution %s) ended %s', t.via_ref, t.via_id, t.via_state)
+        FROM (SELECT DISTINCT ON (x.id) x.id, x.via_ref, x.via_id, x.via_state FROM doomed x
+              ORDER BY x.id, x.via_id) AS t
+        WHERE e.id = t.id AND e.state = 'WAITING'
+        RETURNING e.*
+    )
+    INSERT INTO job_events (execution_id, event, type)
+    SELECT u.id, jsonb_build_object('execution_id', u.id, 'job_id', u.job_id, 'job_type', u.job_type,
+                                    'queue', u.queue, 'handler', u.handler, 'new_state', u.state,
+                                    'attempt', u.attempt, 'max_attempts', u.max_attempts,
+                                    'error_type', u.error_type, 'scheduled_at', u.scheduled_at,
+                                    'created_at', u.created_at, 'started_at', u.started_at,
+                                    'completed_at', u.completed_at, 'metadata', u.metadata),
+           'execution.cancelled'
+    FROM u ORDER BY u.id;
+    -- Each WAITING child (waiting for parents: pending_parents set) counts its parents that ended,
+    -- and again those that stopped being terminal.
+    WITH ends AS (
+        SELECT d.child_id, sum(CASE WHEN m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED') THEN 1 ELSE -1 END) AS n
+        FROM unnest(ids, was, now_state) AS m(id, was, now)
+        JOIN job_dependencies d ON d.parent_id = m.id
+        WHERE (m.was IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')) <> (m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
+        GROUP BY d.child_id
+    ), u AS (
+        UPDATE job_executions e
+        SET pending_parents = e.pending_parents - x.n,
+            state = CASE WHEN e.pending_parents - x.n <= 0 THEN 'ENQUEUED' ELSE 'WAITING' END,
+            scheduled_at = CASE WHEN e.pending_parents - x.n <= 0 THEN GREATEST(e.scheduled_at, now())
+                                ELSE e.scheduled_at END,
+            updated_at = now()
+        FROM ends x
+        WHERE e.id = x.child_id AND e.state = 'WAITING' AND e.pending_parents IS NOT NULL
+        RETURNING e.*
+    ), ev AS (
+        INSERT INTO job_events (execution_id, event)
+        SELECT u.id, jsonb_build_object('execution_id', u.id, 'job_id', u.job_id, 'job_type', u.job_type,
+                                        'queue', u.queue, 'handler', u.handler, 'new_state', u.state,
+                                        'attempt', u.attempt, 'max_attempts', u.max_attempts,
+                                        'error_type', u.error_type, 'scheduled_at', u.scheduled_at,
+                                        'created_at', u.created_at, 'started_at', u.started_at,
+                                        'completed_at', u.completed_at, 'metadata', u.metadata)
+        FROM u WHERE u.state = 'ENQUEUED'
+    )
+    SELECT count(*) INTO released FROM u WHERE u.state = 'ENQUEUED' AND u.scheduled_at <= now();
+    IF released > 0 THEN
+        PERFORM pg_notify((SELECT m.value FROM job_meta m WHERE m.key = 'notify_channel'), '');
+    END IF;
+    RETURN NULL;
+END
+$function$;

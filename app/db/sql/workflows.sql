@@ -1,0 +1,239 @@
+-- Named statements of workflows (job_workflows, job_dependencies and the workflow columns of
+-- job_executions), parsed once by app/db/queries.py. The transitions of a workflow's jobs keep it
+-- (counts, end, children) through jobwire_workflow_transitions, the trigger; these statements
+-- make, link and steer workflows. Lock order everywhere: a workflow's jobs before its row, as the
+-- trigger takes them.
+
+-- fragment: workflow_columns
+w.id, w.name, w.metadata, w.state, w.counts, w.jobs, w.created_at, w.updated_at, w.completed_at
+
+-- fragment: terminal
+('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')
+
+-- name: workflow_insert
+-- A new workflow; nothing when its idempotency key is stored (the caller reads that one).
+INSERT INTO job_workflows AS w (name, metadata, idempotency_key, request_hash)
+VALUES (:name, CAST(:metadata AS jsonb), :idempotency_key, :request_hash)
+ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING $workflow_columns
+
+-- name: workflow_by_key
+SELECT $workflow_columns, w.request_hash FROM job_workflows w WHERE w.idempotency_key = :idempotency_key
+
+-- name: workflow_get
+SELECT $workflow_columns FROM job_workflows w WHERE w.id = :id
+
+-- name: workflow_parents_share
+-- POST /v1/workflows/{id}/jobs, first: the jobs of the workflow its new jobs depend on (:refs),
+-- share-locked in id order until commit. A parent ending meanwhile is waited for (then seen
+-- terminal), or waits for this transaction (then its trigger sees the new children).
+SELECT e.id FROM job_executions e
+WHERE e.workflow_id = :workflow AND e.workflow_ref = ANY(CAST(:refs AS text[]))
+ORDER BY e.id
+FOR SHARE
+
+-- name: workflow_lock
+-- POST /v1/workflows/{id}/jobs, then: the row, locked until commit (its state and its number of jobs
+-- are checked, then counted on).
+SELECT $workflow_columns FROM job_workflows w WHERE w.id = :id FOR NO KEY UPDATE
+
+-- name: workflow_link
+-- Jobs jobwire_enqueue just inserted (:ids, their :refs and :policies) join the workflow :workflow:
+-- their edges (:edge_parents → :edge_children, by ref: a parent is one of them or a job already
+-- in the workflow) and, for each with parents, WAITING with the count of its parents not
+-- terminal (workflow_settle then enqueues those with none, or cancels those a failed parent
+-- dooms). One event each that waits. The rows are new (this transaction's): no trigger runs,
+-- workflow_account counts them.
+WITH input AS (
+    SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:refs AS text[]), CAST(:policies AS text[]))
+        AS i(id, ref, policy)
+), known AS (
+    SELECT i.id, i.ref, 'ENQUEUED' AS state FROM input i
+    UNION ALL
+    SELECT e.id, e.workflow_ref, e.state FROM job_executions e WHERE e.workflow_id = :workflow
+), edges AS (
+    INSERT INTO job_dependencies (parent_id, child_id)
+    SELECT p.id, c.id
+    FROM unnest(CAST(:edge_parents AS text[]), CAST(:edge_children AS text[])) AS x(parent_ref, child_ref)
+    JOIN input c ON c.ref = x.child_ref
+    JOIN known p ON p.ref = x.parent_ref
+    ORDER BY p.id, c.id
+    RETURNING parent_id, child_id
+), pending AS (
+    SELECT x.child_id, count(*) AS parents,
+           count(*) FILTER (WHERE p.state NOT IN $terminal) AS unfinished
+    FROM edges x JOIN known p ON p.id = x.parent_id
+    GROUP BY x.child_id
+), u AS (
+    UPDATE job_executions e
+    SET workflow_id = :workflow, workflow_ref = i.ref, on_dependency_failure = i.policy,
+        pending_parents = COALESCE(p.unfinished, 0),
+        state = CASE WHEN p.parents > 0 THEN 'WAITING' ELSE e.state END,
+        updated_at = now()
+    FROM input i LEFT JOIN pending p ON p.child_id = i.id
+    WHERE e.id = i.id AND e.state = 'ENQUEUED'
+    RETURNING e.*
+), ev AS (
+    INSERT INTO job_events (execution_id, event)
+    SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u WHERE u.state = 'WAITING'
+)
+SELECT u.state, count(*) AS n FROM u GROUP BY u.state
+
+-- name: workflow_account
+-- New jobs in the workflow: its counts (:states, :ns), its jobs and its unfinished ones. Refused
+-- (no row) when it is finished or would pass :max_jobs.
+UPDATE job_workflows w
+SET counts = w.counts || (SELECT jsonb_object_agg(c.state, COALESCE(CAST(w.counts->>c.state AS int), 0) + c.n)
+                          FROM unnest(CAST(:states AS text[]), CAST(:ns AS int[])) AS c(state, n)),
+    jobs = w.jobs + :added, unfinished = w.unfinished + :added, updated_at = now()
+WHERE w.id = :id AND w.state = 'RUNNING' AND w.jobs + :added <= :max_jobs
+RETURNING $workflow_columns
+
+-- name: workflow_settle
+-- The WAITING jobs of the workflow :workflow (of :ids only, when given) whose parents are settled:
+-- one whose failed parent (DEAD_LETTER or CANCELLED) dooms it (policy `cancel`) is CANCELLED,
+-- error_type dependency_failed naming that parent; one with no parent unfinished is ENQUEUED (due
+-- at once, or at its run_at). The trigger carries on from them (descendants, counts, the end).
+WITH t AS (
+    SELECT e.id, f.ref AS failed_ref, f.id AS failed_id, f.state AS failed_state
+    FROM job_executions e
+    LEFT JOIN LATERAL (
+        SELECT p.workflow_ref AS ref, p.id, p.state FROM job_dependencies d JOIN job_executions p ON p.id = d.parent_id
+        WHERE d.child_id = e.id AND p.state IN ('DEAD_LETTER', 'CANCELLED')
+        ORDER BY p.id LIMIT 1) AS f ON e.on_dependency_failure = 'cancel'
+    WHERE e.workflow_id = :workflow AND e.state = 'WAITING'
+      AND (CAST(:ids AS uuid[]) IS NULL OR e.id = ANY(CAST(:ids AS uuid[])))
+      AND (e.pending_parents = 0 OR f.id IS NOT NULL)
+    ORDER BY e.id
+    FOR UPDATE OF e
+), u AS (
+    UPDATE job_executions e
+    SET state = CASE WHEN t.failed_id IS NOT NULL THEN 'CANCELLED' ELSE 'ENQUEUED' END,
+        scheduled_at = CASE WHEN t.failed_id IS NULL THEN GREATEST(e.scheduled_at, now()) ELSE e.scheduled_at END,
+        completed_at = CASE WHEN t.failed_id IS NOT NULL THEN now() END,
+        error_type = CASE WHEN t.failed_id IS NOT NULL THEN 'dependency_failed' END,
+        last_error = CASE WHEN t.failed_id IS NOT NULL
+                          THEN format('dependency %s (execution %s) ended %s', t.failed_ref, t.failed_id,
+                                      t.failed_state) END,
+        updated_at = now()
+    FROM t
+    WHERE e.id = t.id AND e.state = 'WAITING'
+    RETURNING e.*
+), ev AS (
+    INSERT INTO job_events (execution_id, event, type)
+    SELECT u.id, $EVENT(u, u.state, u.attempt), CASE WHEN u.state = 'CANCELLED' THEN 'execution.cancelled' END FROM u
+)
+SELECT count(*) FILTER (WHERE u.state = 'ENQUEUED' AND u.scheduled_at <= now()) AS due FROM u
+
+-- name: workflow_items
+-- The jobs :ids as POST /v1/workflows answers them, in the order asked.
+SELECT e.workflow_ref AS ref, e.id AS execution_id, e.state
+FROM unnest(CAST(:ids AS uuid[])) WITH ORDINALITY AS i(id, ord) JOIN job_executions e ON e.id = i.id
+ORDER BY i.ord
+
+-- name: workflow_refs
+-- Which of :refs the workflow has (POST /v1/workflows/{id}/jobs: a new ref must be new, a parent
+-- must be known).
+SELECT e.workflow_ref AS ref FROM job_executions e
+WHERE e.workflow_id = :workflow AND e.workflow_ref = ANY(CAST(:refs AS text[]))
+
+-- name: workflow_jobs_page
+-- GET /v1/workflows/{id}/jobs: keyset by ref (uq_job_executions_workflow_ref), with each job's
+-- parents by ref.
+SELECT e.workflow_ref AS ref, e.id AS execution_id, e.state, e.queue,
+       ARRAY(SELECT p.workflow_ref FROM job_dependencies d JOIN job_executions p ON p.id = d.parent_id
+             WHERE d.child_id = e.id ORDER BY p.workflow_ref) AS depends_on
+FROM job_executions e
+WHERE e.workflow_id = :workflow AND e.workflow_ref > :after
+  AND (CAST(:state AS text) IS NULL OR e.state = :state)
+ORDER BY e.workflow_ref
+LIMIT :limit
+
+-- name: workflow_queues
+-- The queues of a workflow's jobs (a key limited to queues sees a workflow whose jobs are all in its).
+SELECT DISTINCT e.queue FROM job_executions e WHERE e.workflow_id = :workflow
+
+-- name: workflows_page
+-- GET /v1/workflows: newest first, keyset (created_at, id) after the cursor; filters :state and
+-- :name; :queues (a key limited to queues) keeps the workflows whose jobs are all in them.
+SELECT $workflow_columns
+FROM job_workflows w
+WHERE (CAST(:state AS text) IS NULL OR w.state = :state)
+  AND (CAST(:name AS text) IS NULL OR w.name = :name)
+  AND (CAST(:after_created AS timestamptz) IS NULL
+       OR (w.created_at, w.id) < (CAST(:after_created AS timestamptz), CAST(:after_id AS uuid)))
+  AND (CAST(:queues AS text[]) IS NULL
+       OR NOT EXISTS (SELECT 1 FROM job_executions e
+                      WHERE e.workflow_id = w.id AND e.queue <> ALL(CAST(:queues AS text[]))))
+ORDER BY w.created_at DESC, w.id DESC
+LIMIT :limit
+
+-- name: workflow_cancel_jobs
+-- POST /v1/workflows/{id}/cancel: every unfinished job (:from_states) CANCELLED, as a user's
+-- cancel of each (executions.sql's cancel_selected).
+WITH t AS (
+    SELECT e.id, e.state AS was FROM job_executions e
+    WHERE e.workflow_id = :workflow AND e.state = ANY(CAST(:from_states AS text[]))
+    ORDER BY e.id
+    FOR UPDATE
+), $cancel_selected
+
+-- name: workflow_rewait
+-- POST /v1/workflows/{id}/retry, first: the jobs a failed dependency cancelled wait again, each
+-- counting its parents not terminal now (the parents retried next count again through the
+-- trigger). An event each.
+WITH t AS (
+    SELECT e.id FROM job_executions e
+    WHERE e.workflow_id = :workflow AND e.state = ANY(CAST(:from_states AS text[]))
+      AND e.error_type = 'dependency_failed'
+    ORDER BY e.id
+    FOR UPDATE
+), u AS (
+    UPDATE job_executions e
+    SET state = 'WAITING', completed_at = NULL, error_type = NULL, last_error = NULL, updated_at = now(),
+        pending_parents = (SELECT count(*) FROM job_dependencies d JOIN job_executions p ON p.id = d.parent_id
+                           WHERE d.child_id = e.id AND p.state NOT IN $terminal)
+    FROM t
+    WHERE e.id = t.id AND e.state = ANY(CAST(:from_states AS text[]))
+    RETURNING e.*
+), ev AS (
+    INSERT INTO job_events (execution_id, event) SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u
+)
+SELECT count(*) AS n FROM u
+
+-- name: workflow_retry_dead
+-- POST /v1/workflows/{id}/retry, second: its dead-lettered jobs run again, each as a manual retry
+-- (a new attempt, due now, max_attempts raised if spent; typed execution.retried).
+WITH t AS (
+    SELECT e.id FROM job_executions e
+    WHERE e.workflow_id = :workflow AND e.state = ANY(CAST(:from_states AS text[]))
+    ORDER BY e.id
+    FOR UPDATE
+), u AS (
+    UPDATE job_executions e
+    SET state = 'ENQUEUED', attempt = e.attempt + 1, max_attempts = GREATEST(e.max_attempts, e.attempt + 2),
+        scheduled_at = now(), started_at = NULL, completed_at = NULL, deadline_at = NULL,
+        locked_by = NULL, updated_at = now()
+    FROM t
+    WHERE e.id = t.id AND e.state = ANY(CAST(:from_states AS text[]))
+    RETURNING $E_COLUMNS
+), ev AS (
+    INSERT INTO job_events (execution_id, event, type)
+    SELECT u.id, $EVENT(u, u.state, u.attempt), 'execution.retried' FROM u
+)
+SELECT count(*) AS n FROM u
+
+-- name: workflow_parents_page
+-- GET {callback.url}/parents: the execution's parents by ref after :after, with their results.
+SELECT p.workflow_ref AS ref, p.id AS execution_id, p.state, p.result
+FROM job_dependencies d JOIN job_executions p ON p.id = d.parent_id
+WHERE d.child_id = :id AND p.workflow_ref > :after
+ORDER BY p.workflow_ref
+LIMIT :limit
+
+-- name: execution_unfinished_parents
+-- A WAITING job's parents not terminal yet, by ref (its blockers: `dependencies`).
+SELECT p.workflow_ref AS ref
+FROM job_dependencies d JOIN job_executions p ON p.id = d.parent_id
+WHERE d.child_id = :id AND p.state NOT IN $terminal
+ORDER BY p.workflow_ref

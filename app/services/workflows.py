@@ -1,0 +1,240 @@
+"""Workflows (POST /v1/workflows and the routes under it): a set of jobs with dependencies made
+atomically, jobs added to one, seen, cancelled and retried. The transitions themselves keep a
+workflow going (app/db/sql/functions/jobwire_workflow_transitions.sql)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from uuid import UUID
+
+import orjson
+
+from app.db.database import Connection, Database
+from app.db.executions import ExecutionRepository, job_document
+from app.db.workflows import WorkflowRepository
+from app.domain.access import may_use, require_queue
+from app.domain.errors import Conflict, FieldError, NotFound, PayloadTooLarge, ValidationFailed
+from app.domain.workflows import (
+    MAX_JOBS,
+    NewWorkflow,
+    Workflow,
+    WorkflowFilter,
+    WorkflowItem,
+    WorkflowJob,
+    WorkflowJobRow,
+    graph_faults,
+)
+from app.services import cursors
+from app.services.enqueue import EnqueueLimits, job_size
+from app.services.executions import decode_position, encode_position
+from app.services.retrying import retry_contention
+from app.services.wakeups import wake_for_freed_slots
+
+
+@dataclass(frozen=True, slots=True)
+class Made:
+    workflow: Workflow
+    items: list[WorkflowItem]
+    created: bool  # False: its idempotency key returned the workflow stored before
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowPage:
+    items: list[Workflow]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowJobPage:
+    items: list[WorkflowJobRow]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Retried:
+    workflow: Workflow
+    waiting_again: int  # jobs a failed dependency had cancelled
+    retried: int  # dead-lettered jobs run again
+
+
+def request_hash(spec: NewWorkflow) -> str:
+    """The fingerprint an idempotency key is stored with: the request as the jobs are stored."""
+    document = {"name": spec.name, "metadata": spec.metadata,
+                "jobs": [{"ref": j.ref, "depends_on": list(j.depends_on), "policy": j.on_dependency_failure.value,
+                          "job": job_document(j.job)} for j in spec.jobs]}
+    return hashlib.sha256(orjson.dumps(document, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+class WorkflowService:
+    def __init__(self, db: Database, limits: EnqueueLimits, workflows: WorkflowRepository | None = None,
+                 executions: ExecutionRepository | None = None) -> None:
+        self.db = db
+        self.limits = limits
+        self.workflows = workflows or WorkflowRepository()
+        self.executions = executions or ExecutionRepository()
+
+    def _check_jobs(self, jobs: Sequence[WorkflowJob], queues: frozenset[str] | None,
+                    known: frozenset[str] = frozenset()) -> None:
+        faults = graph_faults(jobs, known)
+        if faults:
+            raise ValidationFailed(faults)
+        for i, j in enumerate(jobs):
+            require_queue(queues, j.job.queue, f"jobs[{i}].queue")
+            size = job_size(j.job)
+            if size > self.limits.max_payload_bytes:
+                raise PayloadTooLarge(field=f"jobs[{i}]", size=size, limit=self.limits.max_payload_bytes)
+
+    async def create(self, spec: NewWorkflow, queues: frozenset[str] | None = None) -> Made:
+        """Every job of the workflow or none; a repeated idempotency key with the same request
+        answers the workflow stored before (created False), with another → 422."""
+        self._check_jobs(spec.jobs, queues)
+        fingerprint = request_hash(spec) if spec.idempotency_key else None
+        return await retry_contention(lambda: self._create_once(spec, fingerprint))
+
+    async def _create_once(self, spec: NewWorkflow, fingerprint: str | None) -> Made:
+        async with self.db.transaction() as conn:
+            workflow = await self.workflows.insert(conn, spec.name, spec.metadata, spec.idempotency_key, fingerprint)
+            if workflow is None:
+                assert spec.idempotency_key is not None
+                return await self._stored(conn, spec, fingerprint)
+            items, workflow = await self._add(conn, workflow.id, spec.jobs)
+            return Made(workflow, items, created=True)
+
+    async def _stored(self, conn: Connection, spec: NewWorkflow, fingerprint: str | None) -> Made:
+        found = await self.workflows.by_key(conn, spec.idempotency_key)  # type: ignore[arg-type]
+        if found is None:  # deleted between the two statements: the caller tries again
+            raise ValidationFailed([FieldError("idempotency_key", "the workflow of this key vanished; try again")])
+        workflow, stored_hash = found
+        if stored_hash != fingerprint:
+            raise ValidationFailed([FieldError("idempotency_key", f"idempotency key {spec.idempotency_key!r} was "
+                                                                  "used with a different request body")])
+        rows = await self.workflows.jobs_page(conn, workflow.id, None, "", MAX_JOBS)
+        by_ref = {r.ref: r for r in rows}
+        items = [WorkflowItem(j.ref, by_ref[j.ref].execution_id, by_ref[j.ref].state)
+                 for j in spec.jobs if j.ref in by_ref]
+        return Made(workflow, items, created=False)
+
+    async def _add(self, conn: Connection, workflow_id: UUID,
+                   jobs: Sequence[WorkflowJob]) -> tuple[list[WorkflowItem], Workflow]:
+        """Inserts `jobs` through jobwire_enqueue (its checks, defaults and events), links them into
+        the workflow, counts them in and settles those whose parents are settled already."""
+        inserted = await self.executions.enqueue(conn, [j.job for j in jobs])
+        reused = [FieldError(f"jobs[{i}].idempotency_key", "names an execution stored before: a workflow's jobs are "
+                                                           "new ones")
+                  for i, (_, created) in enumerate(inserted) if not created]
+        if reused:
+            raise ValidationFailed(reused)
+        ids = [e.id for e, _ in inserted]
+        added = await self.workflows.link(conn, workflow_id, ids, jobs)
+        workflow = await self.workflows.account(conn, workflow_id, added, MAX_JOBS)
+        if workflow is None:
+            current = await self.workflows.get(conn, workflow_id)
+            if current is not None and current.jobs + len(jobs) > MAX_JOBS:
+                raise ValidationFailed([FieldError("jobs", f"a workflow holds at most {MAX_JOBS} jobs; it has "
+                                                           f"{current.jobs}")])
+            raise Conflict(f"workflow {workflow_id} is finished ({current.state if current else 'gone'}): "
+                           "jobs are added to a RUNNING workflow only")
+        due = await self.workflows.settle(conn, workflow_id, ids)
+        if due or added.get("ENQUEUED"):
+            await self.executions.notify(conn, self.db.notify_channel)
+        items = await self.workflows.items(conn, ids)
+        workflow = await self.workflows.get(conn, workflow_id) or workflow
+        return items, workflow
+
+    async def add_jobs(self, workflow_id: UUID, jobs: Sequence[WorkflowJob],
+                       queues: frozenset[str] | None = None) -> tuple[Workflow, list[WorkflowItem]]:
+        """Jobs added to a RUNNING workflow; they may depend on any of its refs, finished ones too."""
+        async def once() -> tuple[Workflow, list[WorkflowItem]]:
+            async with self.db.transaction() as conn:
+                # The parents first, then the workflow's row: the order a parent's end takes them.
+                await self.workflows.share_parents(conn, workflow_id, sorted({p for j in jobs for p in j.depends_on}))
+                workflow = await self.workflows.lock(conn, workflow_id)
+                if workflow is None or not await self._visible(conn, workflow_id, queues):
+                    raise NotFound("workflow", workflow_id)
+                if workflow.state != "RUNNING":
+                    raise Conflict(f"workflow {workflow_id} is {workflow.state}: jobs are added to a RUNNING "
+                                   "workflow only")
+                refs = {j.ref for j in jobs} | {p for j in jobs for p in j.depends_on}
+                known = await self.workflows.known_refs(conn, workflow_id, sorted(refs))
+                self._check_jobs(jobs, queues, known)
+                items, workflow = await self._add(conn, workflow_id, jobs)
+                return workflow, items
+        return await retry_contention(once)
+
+    async def _visible(self, conn: Connection, workflow_id: UUID, queues: frozenset[str] | None) -> bool:
+        if queues is None:
+            return True
+        return all(may_use(queues, q) for q in await self.workflows.queues(conn, workflow_id))
+
+    async def get(self, workflow_id: UUID, queues: frozenset[str] | None = None) -> Workflow:
+        async with self.db.transaction() as conn:
+            workflow = await self.workflows.get(conn, workflow_id)
+            if workflow is None or not await self._visible(conn, workflow_id, queues):
+                raise NotFound("workflow", workflow_id)
+            return workflow
+
+    async def list(self, where: WorkflowFilter, limit: int, cursor: str | None,
+                   queues: frozenset[str] | None = None) -> WorkflowPage:
+        after = None
+        if cursor:
+            created, id_ = decode_position(cursor, times=1)
+            after = (created, id_)
+        async with self.db.transaction() as conn:
+            rows = await self.workflows.page(conn, where, after, limit + 1, queues)
+        items, more = rows[:limit], len(rows) > limit
+        return WorkflowPage(items, encode_position(items[-1].created_at, items[-1].id) if more and items else None)
+
+    async def jobs(self, workflow_id: UUID, state: str | None, limit: int, cursor: str | None,
+                   queues: frozenset[str] | None = None) -> WorkflowJobPage:
+        after = ""
+        if cursor:
+            try:
+                after = cursors.decode(cursor)["ref"]
+                if not isinstance(after, str):
+                    raise TypeError(after)
+            except (ValueError, TypeError, KeyError):
+                raise ValidationFailed([FieldError("cursor", "not a cursor this listing made")]) from None
+        async with self.db.transaction() as conn:
+            if await self.workflows.get(conn, workflow_id) is None or not await self._visible(conn, workflow_id,
+                                                                                                queues):
+                raise NotFound("workflow", workflow_id)
+            rows = await self.workflows.jobs_page(conn, workflow_id, state, after, limit + 1)
+        items, more = rows[:limit], len(rows) > limit
+        return WorkflowJobPage(items, cursors.encode({"ref": items[-1].ref}) if more and items else None)
+
+    async def cancel(self, workflow_id: UUID, queues: frozenset[str] | None = None) -> Workflow:
+        """Every unfinished job CANCELLED (a PROCESSING one as a cancel of it: its slot is free at once,
+        its handler learns it from its next callback). 409 for a finished workflow."""
+        async def once() -> Workflow:
+            async with self.db.transaction() as conn:
+                workflow = await self.workflows.get(conn, workflow_id)
+                if workflow is None or not await self._visible(conn, workflow_id, queues):
+                    raise NotFound("workflow", workflow_id)
+                if workflow.state != "RUNNING":
+                    raise Conflict(f"workflow {workflow_id} is {workflow.state}: only a RUNNING workflow is cancelled")
+                cancelled = await self.workflows.cancel_jobs(conn, workflow_id)
+                await wake_for_freed_slots(self.db, self.executions, conn, cancelled)
+                return await self.workflows.get(conn, workflow_id) or workflow
+        return await retry_contention(once)
+
+    async def retry(self, workflow_id: UUID, queues: frozenset[str] | None = None) -> Retried:
+        """Its dead-lettered jobs run again and those a failed dependency cancelled wait again, so the
+        graph goes on from where it stopped; a succeeded job never runs again. 409 when there is
+        nothing to retry."""
+        async def once() -> Retried:
+            async with self.db.transaction() as conn:
+                workflow = await self.workflows.get(conn, workflow_id)
+                if workflow is None or not await self._visible(conn, workflow_id, queues):
+                    raise NotFound("workflow", workflow_id)
+                waiting_again, retried, _ = await self.workflows.retry(conn, workflow_id)
+                after = await self.workflows.get(conn, workflow_id)
+                if (waiting_again == 0 and retried == 0) or (after is not None and after.state != "RUNNING"):
+                    # Nothing can run again (what a failed dependency cancelled waits for a job a user
+                    # cancelled): the transaction is rolled back, nothing changed, no second end.
+                    raise Conflict(f"workflow {workflow_id} has no dead-lettered job, and no job cancelled by a "
+                                   "failed dependency that could run again: nothing to retry")
+                await self.executions.notify(conn, self.db.notify_channel)
+                return Retried(after or workflow, waiting_again, retried)
+        return await retry_contention(once)
