@@ -91,8 +91,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_job_event_deliveries"),
         sa.ForeignKeyConstraint(["subscription"], ["job_subscriptions.name"], ondelete="CASCADE",
                                 name="fk_job_event_deliveries_subscription_job_subscriptions"),
-        postgresql_with={"fillfactor": 80},
     )
+    # Storage parameters by DDL: SQLAlchemy's Table takes postgresql_with from 2.1 on (the floor is 2.0).
+    op.execute("ALTER TABLE job_event_deliveries SET (fillfactor = 80)")
     op.create_index("uq_job_event_deliveries_subscription_event_id", "job_event_deliveries",
                     ["subscription", "event_id"], unique=True)
     op.create_index("ix_job_event_deliveries_due", "job_event_deliveries", ["subscription", "next_try_at"],

@@ -538,9 +538,10 @@ job_event_deliveries = Table(
     Column("last_error", Text),
     Column("completed_at", TS),
     CheckConstraint("status IN ('pending', 'failed', 'delivered', 'dead')", name="status"),
-    # Room on each page for the claim's update of a delivery (heap-only: no index written).
-    postgresql_with={"fillfactor": 80},
 )
+# Room on each page for the claim's update of a delivery (heap-only: no index written). A DDL of its
+# own: SQLAlchemy takes storage parameters on a Table only from 2.1 on (the floor is 2.0).
+event.listen(job_event_deliveries, "after_create", DDL("ALTER TABLE job_event_deliveries SET (fillfactor = 80)"))
 OPEN_DELIVERY = text("status IN ('pending', 'failed')")
 Index("uq_job_event_deliveries_subscription_event_id", job_event_deliveries.c.subscription,
       job_event_deliveries.c.event_id, unique=True)
