@@ -111,7 +111,9 @@ async def test_an_every_instance_node_that_skips_an_instant_never_delays_another
     assert len(mine) >= 3
     assert all(b - a == timedelta(seconds=2) for (a, _), (b, _) in zip(mine, mine[1:], strict=False)), mine
     late = max((created_at - fire_at).total_seconds() for fire_at, created_at in mine)
-    assert late < 0.6, f"n1 fired {late:.2f}s after an instant"
+    # A delay by n0 would cost n1 a whole period (2 s); the loop itself ticks every 0.2 s, and a
+    # busy CI host has been seen to take 0.65 s for a round: half a period tells the two apart.
+    assert late < 1.0, f"n1 fired {late:.2f}s after an instant"
     assert sum(1 for *_, who in rows if who == "n0") == 1  # n0 skipped while its first fire ran
 
 
