@@ -9,6 +9,8 @@
   signal or a timeout); job_waits holds each suspended execution's wait, job_signals the signals
   sent to executions (a durable mailbox). ix_job_executions_wake finds the waits whose time came,
   ix_job_executions_stateful_suspended the suspended stateful jobs that keep their queue.
+- job_executions gains `spawned_by` (a job a running handler spawned: POST {callback.url}/children),
+  found by ix_job_executions_spawned_by; a wait may be for every spawned child (job_waits.children).
 - jobwire_resume_context: a resumed dispatch's `resume` and `steps`; jobwire_claim returns it, and
   keeps a stateful queue's slot for its suspended job.
 - jobwire_workflow_transitions, and its statement trigger on job_executions: counts, the
@@ -88,6 +90,7 @@ def upgrade() -> None:
     op.add_column("job_executions", sa.Column("pending_parents", sa.Integer()))
     op.add_column("job_executions", sa.Column("suspensions", sa.Integer()))
     op.add_column("job_executions", sa.Column("wake_at", TS))
+    op.add_column("job_executions", sa.Column("spawned_by", postgresql.UUID(as_uuid=True)))
     op.create_foreign_key("fk_job_executions_workflow_id_job_workflows", "job_executions", "job_workflows",
                           ["workflow_id"], ["id"])
     op.execute("CREATE UNIQUE INDEX uq_job_executions_workflow_ref ON job_executions (workflow_id, workflow_ref) "
@@ -96,6 +99,7 @@ def upgrade() -> None:
                "WHERE state = 'WAITING' AND wake_at IS NOT NULL")
     op.execute("CREATE INDEX ix_job_executions_stateful_suspended ON job_executions (queue, state) "
                "WHERE stateful AND suspensions IS NOT NULL AND state IN ('WAITING', 'ENQUEUED')")
+    op.execute("CREATE INDEX ix_job_executions_spawned_by ON job_executions (spawned_by) WHERE spawned_by IS NOT NULL")
     op.drop_constraint("ck_job_executions_state", "job_executions")
     op.execute(f"ALTER TABLE job_executions ADD CONSTRAINT ck_job_executions_state "
                f"CHECK (state IN ({STATES_BEFORE}, 'WAITING'))")
@@ -122,6 +126,7 @@ def upgrade() -> None:
         sa.Column("resumed_at", TS),
         sa.Column("reason", sa.Text()),
         sa.Column("delivered", postgresql.JSONB()),
+        sa.Column("children", sa.Boolean(), server_default=sa.text("false"), nullable=False),
         sa.ForeignKeyConstraint(["execution_id"], ["job_executions.id"], ondelete="CASCADE",
                                 name="fk_job_waits_execution_id_job_executions"),
         sa.PrimaryKeyConstraint("execution_id", name="pk_job_waits"),
@@ -164,7 +169,8 @@ def downgrade() -> None:
     op.execute("DROP INDEX uq_job_executions_workflow_ref")
     op.execute("DROP INDEX ix_job_executions_wake")
     op.execute("DROP INDEX ix_job_executions_stateful_suspended")
+    op.execute("DROP INDEX ix_job_executions_spawned_by")
     op.drop_constraint("fk_job_executions_workflow_id_job_workflows", "job_executions")
-    for column in ("wake_at", "suspensions", "pending_parents", "on_dependency_failure", "workflow_ref", "workflow_id"):
+    for column in ("spawned_by", "wake_at", "suspensions", "pending_parents", "on_dependency_failure", "workflow_ref", "workflow_id"):
         op.drop_column("job_executions", column)
     op.drop_table("job_workflows")

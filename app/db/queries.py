@@ -18,7 +18,7 @@ from app.db.tables import job_executions, job_schedules
 # Columns of job_executions kept out of the execution as shown (and as the domain holds it).
 EXECUTION_BOOKKEEPING = frozenset({"idempotency_key", "request_hash", "fire_at", "fire_node", "updated_at",
                                    "claimed_by", "fair_tag", "on_dependency_failure", "pending_parents",
-                                   "suspensions", "wake_at"})
+                                   "suspensions", "wake_at", "spawned_by"})
 EXECUTION_COLUMNS = tuple(c.name for c in job_executions.columns if c.name not in EXECUTION_BOOKKEEPING)
 SCHEDULE_COLUMNS = tuple(c.name for c in job_schedules.columns)
 

@@ -98,6 +98,9 @@ job_executions = Table(
     # parents has a count).
     Column("suspensions", Integer),
     Column("wake_at", TS),
+    # A job a running handler spawned (POST {callback.url}/children): its parent's execution. No
+    # foreign key: a child outlives its parent's deletion (retention), and then has nobody to wake.
+    Column("spawned_by", UUID(as_uuid=True)),
     CheckConstraint(f"state IN ({STATES})", name="state"),
     CheckConstraint("job_type IN ('DELAYED', 'CRON', 'BATCH')", name="job_type"),
     CheckConstraint("attempt >= 0 AND max_attempts >= 1", name="attempts"),
@@ -150,6 +153,8 @@ Index("ix_job_executions_wake", job_executions.c.wake_at,
       postgresql_where=text("state = 'WAITING' AND wake_at IS NOT NULL"))
 Index("ix_job_executions_stateful_suspended", job_executions.c.queue, job_executions.c.state,
       postgresql_where=text("stateful AND suspensions IS NOT NULL AND state IN ('WAITING', 'ENQUEUED')"))
+# The children a handler spawned, by their parent (a wait for `children: "all"`, and its resume).
+Index("ix_job_executions_spawned_by", job_executions.c.spawned_by, postgresql_where=text("spawned_by IS NOT NULL"))
 # A workflow's jobs by ref (unique in the workflow: POST /v1/workflows refuses a duplicate).
 Index("uq_job_executions_workflow_ref", job_executions.c.workflow_id, job_executions.c.workflow_ref, unique=True,
       postgresql_where=text("workflow_id IS NOT NULL"))
@@ -209,8 +214,10 @@ job_waits = Table(
     Column("signals", ARRAY(Text)),
     Column("suspended_at", TS, nullable=False, server_default=NOW),
     Column("resumed_at", TS),
-    Column("reason", Text),  # timer, signal, timeout
+    Column("reason", Text),  # timer, signal, children, timeout
     Column("delivered", JSONB),  # the signals the resumption consumed: [{name, payload, sent_at}]
+    # `children: "all"`: also over once every child the execution spawned is terminal.
+    Column("children", Boolean, nullable=False, server_default=text("false")),
 )
 
 # Signals sent to an execution (POST /v1/executions/{id}/signals/{name}): kept until a wait that

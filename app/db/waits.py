@@ -11,7 +11,7 @@ from app.db.database import Connection
 from app.db.queries import load
 from app.db.statements import fetch, fetchrow, fetchval, json_param
 from app.domain import states
-from app.domain.waits import Signal, Suspend, Wait
+from app.domain.waits import Signal, Suspend
 
 Q = load("waits.sql")
 
@@ -29,7 +29,7 @@ class WaitRepository:
         row = await fetchrow(conn, Q["execution_suspend"], id=execution_id, attempt=attempt,
                              from_states=list(states.SUSPEND_FROM), steps=json_param(dict(spec.steps)),
                              until=spec.until, timeout=spec.timeout_seconds,
-                             signals=list(spec.signals) if spec.signals else None)
+                             signals=list(spec.signals) if spec.signals else None, children=spec.children)
         return None if row is None else row["handler"]
 
     async def resume(self, conn: Connection, ids: Sequence[UUID] | None, n: int = 500) -> list[str]:
@@ -49,8 +49,3 @@ class WaitRepository:
         rows = await fetch(conn, Q["signals_page"], id=execution_id, after=after, limit=limit)
         return [Signal(id=r["id"], execution_id=r["execution_id"], name=r["name"], payload=r["payload"],
                        sent_at=r["sent_at"], consumed_at=r["consumed_at"]) for r in rows]
-
-    async def wait(self, conn: Connection, execution_id: UUID) -> Wait | None:
-        row = await fetchrow(conn, Q["execution_wait"], id=execution_id)
-        return None if row is None else Wait(n=row["n"], until=row["until"], timeout_at=row["timeout_at"],
-                                             signals=tuple(row["signals"] or ()))

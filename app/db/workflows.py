@@ -14,6 +14,7 @@ from app.db.statements import fetch, fetchrow, fetchval, json_param
 from app.domain import states
 from app.domain.executions import Execution
 from app.domain.workflows import (
+    SpawnParent,
     Workflow,
     WorkflowFilter,
     WorkflowItem,
@@ -64,13 +65,13 @@ class WorkflowRepository:
         return None if row is None else workflow_from(row)
 
     async def link(self, conn: Connection, workflow_id: UUID, ids: Sequence[UUID],
-                   jobs: Sequence[WorkflowJob]) -> dict[str, int]:
-        """The inserted executions `ids` (one per job) join the workflow with their edges; per state
-        (WAITING or ENQUEUED) how many."""
+                   jobs: Sequence[WorkflowJob], spawned_by: UUID | None = None) -> dict[str, int]:
+        """The inserted executions `ids` (one per job) join the workflow with their edges (and
+        their parent, when a handler spawned them); per state (WAITING or ENQUEUED) how many."""
         parents, children = edges_of(jobs)
         rows = await fetch(conn, Q["workflow_link"], workflow=workflow_id, ids=list(ids),
                            refs=[j.ref for j in jobs], policies=[j.on_dependency_failure.value for j in jobs],
-                           edge_parents=parents, edge_children=children)
+                           edge_parents=parents, edge_children=children, spawned_by=spawned_by)
         return {r["state"]: r["n"] for r in rows}
 
     async def account(self, conn: Connection, workflow_id: UUID, added: Mapping[str, int],
@@ -131,3 +132,22 @@ class WorkflowRepository:
 
     async def unfinished_parents(self, conn: Connection, execution_id: UUID) -> list[str]:
         return [r["ref"] for r in await fetch(conn, Q["execution_unfinished_parents"], id=execution_id)]
+
+    async def spawn_parent(self, conn: Connection, execution_id: UUID) -> SpawnParent | None:
+        """The execution that spawns children, locked until commit; None when it does not exist."""
+        row = await fetchrow(conn, Q["spawn_parent"], id=execution_id)
+        return None if row is None else SpawnParent(**row)
+
+    async def adopt(self, conn: Connection, parent: SpawnParent) -> UUID:
+        """A workflow made for `parent` (outside workflows until now), holding it by its handler's
+        name; the workflow's id."""
+        return await fetchval(conn, Q["spawn_adopt"], id=parent.id, name=parent.handler, ref=parent.handler,
+                              state=parent.state)
+
+    async def spawned(self, conn: Connection, parent_id: UUID, refs: Sequence[str]) -> list[WorkflowItem]:
+        rows = await fetch(conn, Q["spawned"], id=parent_id, refs=list(refs))
+        return [WorkflowItem(ref=r["ref"], execution_id=r["execution_id"], state=r["state"]) for r in rows]
+
+    async def spawned_page(self, conn: Connection, parent_id: UUID, after: str,
+                           limit: int) -> list[Mapping[str, Any]]:
+        return list(await fetch(conn, Q["spawned_page"], id=parent_id, after=after, limit=limit))

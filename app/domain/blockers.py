@@ -23,7 +23,8 @@ class Reason(StrEnum):
     STATEFUL = "stateful"  # another stateful job of the queue runs, or goes first
     NO_NODE_SERVES_QUEUE = "no_node_serves_queue"  # no live node claims from the queue (JOBWIRE_QUEUES)
     DEPENDENCIES = "dependencies"  # a WAITING job of a workflow: its parents not terminal yet (refs)
-    SUSPENDED = "suspended"  # a handler's suspend: until a time (until), a signal (signals), a timeout
+    SUSPENDED = "suspended"  # a handler's suspend: until a time (until), a signal (signals), the end
+    # of its spawned children (children: how many are unfinished), a timeout
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,7 @@ class Blocker:
     refs: tuple[str, ...] | None = None  # dependencies: the refs of its parents not terminal yet
     signals: tuple[str, ...] | None = None  # suspended: the signals it waits for
     timeout_at: datetime | None = None  # suspended: when it resumes anyway
+    children: int | None = None  # suspended for its spawned children: how many are not terminal yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +72,7 @@ class BlockerFacts:
     suspended_until: datetime | None = None  # a suspended job's wait: its time, signals and timeout
     suspended_signals: list[str] | None = None
     suspended_timeout_at: datetime | None = None
+    suspended_children: int | None = None  # waiting for its spawned children: those unfinished
     suspended: bool = False
 
 
@@ -79,7 +82,7 @@ def blockers_of(facts: BlockerFacts) -> list[Blocker]:
     if facts.state == "WAITING":
         if facts.suspended:
             return [Blocker(Reason.SUSPENDED, until=facts.suspended_until, timeout_at=facts.suspended_timeout_at,
-                            signals=tuple(facts.suspended_signals or ()))]
+                            signals=tuple(facts.suspended_signals or ()), children=facts.suspended_children)]
         return [Blocker(Reason.DEPENDENCIES, refs=tuple(facts.dependencies))] if facts.dependencies else []
     if facts.state != "ENQUEUED":
         return []

@@ -1,8 +1,8 @@
 """Durable waits (DESIGN §9): a handler answers a dispatch with `{"suspend": {...}}` (or reports
 `outcome: "suspended"` through /complete) and the execution goes WAITING with the same attempt,
-holding no slot, until a time, a named signal or a timeout; then it is dispatched again as a new
-message (`webhook-id: <execution id>.r<n>`). Signals are a durable mailbox: a signal sent before
-the wait that names it is kept and consumed by that wait, once."""
+holding no slot, until a time, a named signal, the end of every child it spawned, or a timeout;
+then it is dispatched again as a new message (`webhook-id: <execution id>.r<n>`). Signals are a
+durable mailbox: a signal sent before the wait that names it is kept and consumed by that wait, once."""
 
 from __future__ import annotations
 
@@ -24,15 +24,17 @@ MAX_SIGNAL_PAYLOAD_BYTES = 64 * 1024
 class ResumeReason(StrEnum):
     TIMER = "timer"  # `until` (or `seconds`) came
     SIGNAL = "signal"  # a signal the wait names arrived (or was waiting for it)
+    CHILDREN = "children"  # every child the execution spawned is terminal
     TIMEOUT = "timeout"  # `timeout_seconds` passed first
 
 
 @dataclass(frozen=True, slots=True)
 class Suspend:
-    """What a handler asks to wait for. At least one of until, signals (a timeout alone is a timer)."""
+    """What a handler asks to wait for: until, signals, children, a timeout (alone, it is a timer)."""
 
     until: datetime | None = None
     signals: tuple[str, ...] = ()
+    children: bool = False  # `children: "all"`: until every child it spawned is terminal
     timeout_seconds: float | None = None
     steps: Mapping[str, Any] = field(default_factory=dict)  # recorded as run-step-once results
 
@@ -58,8 +60,9 @@ def parse_suspend(document: Any, now: datetime) -> Suspend:
     unknown = set(document) - {"until", "seconds", "signals", "children", "timeout_seconds", "steps"}
     if unknown:
         raise InvalidSuspend(f"suspend: unknown member(s) {', '.join(sorted(unknown))}")
-    if "children" in document and document["children"] is not None:
-        raise InvalidSuspend("suspend.children: waiting for spawned children is not supported yet")
+    children = document.get("children")
+    if children not in (None, "all"):
+        raise InvalidSuspend('suspend.children: "all" (every child this execution spawned), or absent')
     until: datetime | None = None
     if document.get("until") is not None and document.get("seconds") is not None:
         raise InvalidSuspend("suspend: give until or seconds, not both")
@@ -84,10 +87,10 @@ def parse_suspend(document: Any, now: datetime) -> Suspend:
     steps = document.get("steps") or {}
     if not isinstance(steps, dict) or not all(is_valid_name(k) for k in steps):
         raise InvalidSuspend("suspend.steps: an object of step names to results")
-    if until is None and not signals and timeout_seconds is None:
-        raise InvalidSuspend("suspend: wait for something: until, seconds, signals or timeout_seconds")
+    if until is None and not signals and children is None and timeout_seconds is None:
+        raise InvalidSuspend("suspend: wait for something: until, seconds, signals, children or timeout_seconds")
     return Suspend(until=until.astimezone(UTC) if until else None, signals=tuple(dict.fromkeys(signals)),
-                   timeout_seconds=timeout_seconds, steps=steps)
+                   children=children == "all", timeout_seconds=timeout_seconds, steps=steps)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,13 +101,3 @@ class Signal:
     payload: Any
     sent_at: datetime
     consumed_at: datetime | None
-
-
-@dataclass(frozen=True, slots=True)
-class Wait:
-    """A WAITING execution's suspension (its blockers: `suspended`)."""
-
-    n: int  # the suspension's number, 1 for the first
-    until: datetime | None
-    timeout_at: datetime | None
-    signals: tuple[str, ...]

@@ -78,27 +78,47 @@ class WorkflowJobRow:
 
 
 @dataclass(frozen=True, slots=True)
+class SpawnParent:
+    """An execution whose running handler spawns children (POST {callback.url}/children)."""
+
+    id: UUID
+    attempt: int
+    state: str
+    handler: str
+    workflow_id: UUID | None
+    workflow_ref: str | None
+
+
+def spawned_ref(parent_ref: str, ref: str) -> str:
+    """A spawned child's ref in the workflow: its parent's ref, `/`, the ref it was given. A ref
+    given through the API has no `/`, so no child's ref is any other job's."""
+    return f"{parent_ref}/{ref}"
+
+
+@dataclass(frozen=True, slots=True)
 class WorkflowFilter:
     state: WorkflowState | None = None
     name: str | None = None
 
 
 def graph_faults(jobs: Sequence[WorkflowJob], known: frozenset[str] = frozenset(),
-                 prefix: str = "jobs") -> list[FieldError]:
+                 at: Sequence[int] | None = None) -> list[FieldError]:
     """What is wrong with the graph of `jobs` (added to a workflow that has the refs `known`):
     a duplicate ref (or one the workflow has), a dependency on an unknown ref or on itself, a cycle
-    (its message lists its refs). None: the graph is sound."""
+    (its message lists its refs). None: the graph is sound. `at`: each job's index in the request
+    (default: its index in `jobs`), for the fields the faults name."""
+    index = list(at) if at is not None else list(range(len(jobs)))
     faults: list[FieldError] = []
     position: dict[str, int] = {}
     for i, job in enumerate(jobs):
         if job.ref in position or job.ref in known:
-            faults.append(FieldError(f"{prefix}[{i}].ref", f"ref {job.ref!r} is already in the workflow"))
+            faults.append(FieldError(f"jobs[{index[i]}].ref", f"ref {job.ref!r} is already in the workflow"))
         else:
             position[job.ref] = i
     for i, job in enumerate(jobs):
         seen: set[str] = set()
         for j, parent in enumerate(job.depends_on):
-            where = f"{prefix}[{i}].depends_on[{j}]"
+            where = f"jobs[{index[i]}].depends_on[{j}]"
             if parent == job.ref:
                 faults.append(FieldError(where, f"{job.ref!r} cannot depend on itself"))
             elif parent in seen:
@@ -112,7 +132,7 @@ def graph_faults(jobs: Sequence[WorkflowJob], known: frozenset[str] = frozenset(
     if cycle:
         i = position[cycle[0]]
         j = jobs[i].depends_on.index(cycle[1])
-        return [FieldError(f"{prefix}[{i}].depends_on[{j}]", "a cycle: " + " → ".join([*cycle, cycle[0]]))]
+        return [FieldError(f"jobs[{index[i]}].depends_on[{j}]", "a cycle: " + " → ".join([*cycle, cycle[0]]))]
     return []
 
 

@@ -140,6 +140,17 @@ class CallbackService:
         items = [dict(r) for r in rows[:limit]]
         return items, (items[-1]["ref"] if len(rows) > limit else None)
 
+    async def children(self, execution_id: UUID, token: str | None, after: str,
+                       limit: int) -> tuple[list[dict[str, Any]], str | None]:
+        """A page of the children the execution spawned, by the refs it gave after `after`, with
+        their results (what a resumed dispatch leaves out past 256 KiB); the next page's `after`."""
+        attempt = self.authorize(execution_id, token)
+        async with self.db.transaction() as conn:
+            await self._current(conn, execution_id, attempt)
+            rows = await self.workflows.spawned_page(conn, execution_id, after, limit + 1)
+        items = [dict(r) for r in rows[:limit]]
+        return items, (items[-1]["ref"] if len(rows) > limit else None)
+
     async def record_step(self, execution_id: UUID, token: str | None, name: str, result: Any) -> tuple[Step, bool]:
         """Run-step-once: the first record of a step wins and is kept for every later attempt.
         Returns the step as stored and whether this call recorded it (False: it was recorded

@@ -15,16 +15,18 @@ from app.db.database import Connection, Database
 from app.db.executions import ExecutionRepository, job_document
 from app.db.workflows import WorkflowRepository
 from app.domain.access import may_use, require_queue
-from app.domain.errors import Conflict, FieldError, NotFound, PayloadTooLarge, ValidationFailed
+from app.domain.errors import Conflict, FieldError, NotFound, PayloadTooLarge, StaleAttempt, ValidationFailed
 from app.domain.workflows import (
     MAX_JOBS,
     NewWorkflow,
+    SpawnParent,
     Workflow,
     WorkflowFilter,
     WorkflowItem,
     WorkflowJob,
     WorkflowJobRow,
     graph_faults,
+    spawned_ref,
 )
 from app.services import cursors
 from app.services.enqueue import EnqueueLimits, job_size
@@ -59,6 +61,13 @@ class Retried:
     retried: int  # dead-lettered jobs run again
 
 
+@dataclass(frozen=True, slots=True)
+class Spawned:
+    workflow_id: UUID
+    items: list[WorkflowItem]  # the request's children in its order, by the refs it gave
+    created: bool  # False: every ref had been spawned before (a replay): those children, unchanged
+
+
 def request_hash(spec: NewWorkflow) -> str:
     """The fingerprint an idempotency key is stored with: the request as the jobs are stored."""
     document = {"name": spec.name, "metadata": spec.metadata,
@@ -76,11 +85,11 @@ class WorkflowService:
         self.executions = executions or ExecutionRepository()
 
     def _check_jobs(self, jobs: Sequence[WorkflowJob], queues: frozenset[str] | None,
-                    known: frozenset[str] = frozenset()) -> None:
-        faults = graph_faults(jobs, known)
+                    known: frozenset[str] = frozenset(), at: Sequence[int] | None = None) -> None:
+        faults = graph_faults(jobs, known, at)
         if faults:
             raise ValidationFailed(faults)
-        for i, j in enumerate(jobs):
+        for i, j in zip(at if at is not None else range(len(jobs)), jobs, strict=True):
             require_queue(queues, j.job.queue, f"jobs[{i}].queue")
             size = job_size(j.job)
             if size > self.limits.max_payload_bytes:
@@ -116,8 +125,8 @@ class WorkflowService:
                  for j in spec.jobs if j.ref in by_ref]
         return Made(workflow, items, created=False)
 
-    async def _add(self, conn: Connection, workflow_id: UUID,
-                   jobs: Sequence[WorkflowJob]) -> tuple[list[WorkflowItem], Workflow]:
+    async def _add(self, conn: Connection, workflow_id: UUID, jobs: Sequence[WorkflowJob],
+                   spawned_by: UUID | None = None) -> tuple[list[WorkflowItem], Workflow]:
         """Inserts `jobs` through jobwire_enqueue (its checks, defaults and events), links them into
         the workflow, counts them in and settles those whose parents are settled already."""
         inserted = await self.executions.enqueue(conn, [j.job for j in jobs])
@@ -127,7 +136,7 @@ class WorkflowService:
         if reused:
             raise ValidationFailed(reused)
         ids = [e.id for e, _ in inserted]
-        added = await self.workflows.link(conn, workflow_id, ids, jobs)
+        added = await self.workflows.link(conn, workflow_id, ids, jobs, spawned_by)
         workflow = await self.workflows.account(conn, workflow_id, added, MAX_JOBS)
         if workflow is None:
             current = await self.workflows.get(conn, workflow_id)
@@ -162,6 +171,54 @@ class WorkflowService:
                 items, workflow = await self._add(conn, workflow_id, jobs)
                 return workflow, items
         return await retry_contention(once)
+
+    async def spawn(self, parent_id: UUID, attempt: int, jobs: Sequence[WorkflowJob]) -> Spawned:
+        """Children of a running attempt (POST {callback.url}/children, its token's `attempt`): they
+        join the parent's workflow (one is made for a parent outside workflows), each under the
+        ref `<parent's ref>/<ref>`, and run at once unless they depend on one another (their
+        `depends_on` names refs this parent spawned). Idempotent per (parent, ref): a ref spawned
+        before answers that child (the first spawn of a ref wins), so a replayed handler gets
+        the same executions back. New children need the attempt PROCESSING (409 otherwise)."""
+        return await retry_contention(lambda: self._spawn_once(parent_id, attempt, jobs))
+
+    async def _spawn_once(self, parent_id: UUID, attempt: int, jobs: Sequence[WorkflowJob]) -> Spawned:
+        async with self.db.transaction() as conn:
+            # The parent first, then (in _add) its workflow's row: the order a child's end takes them.
+            parent = await self.workflows.spawn_parent(conn, parent_id)
+            if parent is None:
+                raise NotFound("execution", parent_id)
+            if parent.attempt != attempt:
+                raise StaleAttempt(attempt, parent.attempt)
+            before = await self._spawned_before(conn, parent, jobs)
+            fresh = [(i, j) for i, j in enumerate(jobs) if j.ref not in before]
+            if fresh and parent.state != "PROCESSING":
+                raise Conflict(f"execution {parent_id} is {parent.state}: children are spawned by a running "
+                               "attempt")
+            workflow_id, parent_ref = parent.workflow_id, parent.workflow_ref
+            if not fresh:
+                assert workflow_id is not None  # children were spawned: the parent is in a workflow
+                return Spawned(workflow_id, [before[j.ref] for j in jobs], created=False)
+            self._check_jobs([j for _, j in fresh], None, frozenset(before), [i for i, _ in fresh])
+            if workflow_id is None or parent_ref is None:
+                workflow_id, parent_ref = await self.workflows.adopt(conn, parent), parent.handler
+            full = [WorkflowJob(ref=spawned_ref(parent_ref, j.ref), job=j.job,
+                                depends_on=tuple(spawned_ref(parent_ref, p) for p in j.depends_on),
+                                on_dependency_failure=j.on_dependency_failure) for _, j in fresh]
+            made, _ = await self._add(conn, workflow_id, full, spawned_by=parent.id)
+            for (_, job), item in zip(fresh, made, strict=True):
+                before[job.ref] = WorkflowItem(job.ref, item.execution_id, item.state)
+            return Spawned(workflow_id, [before[j.ref] for j in jobs], created=True)
+
+    async def _spawned_before(self, conn: Connection, parent: SpawnParent,
+                              jobs: Sequence[WorkflowJob]) -> dict[str, WorkflowItem]:
+        """The children `parent` spawned before among the refs `jobs` name (theirs and their
+        parents'), by the ref the handler gave."""
+        if parent.workflow_id is None or parent.workflow_ref is None:
+            return {}
+        prefix = spawned_ref(parent.workflow_ref, "")
+        refs = sorted({spawned_ref(parent.workflow_ref, r) for j in jobs for r in (j.ref, *j.depends_on)})
+        return {i.ref[len(prefix):]: WorkflowItem(i.ref[len(prefix):], i.execution_id, i.state)
+                for i in await self.workflows.spawned(conn, parent.id, refs)}
 
     async def _visible(self, conn: Connection, workflow_id: UUID, queues: frozenset[str] | None) -> bool:
         if queues is None:

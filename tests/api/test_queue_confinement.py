@@ -443,6 +443,9 @@ CONFINEMENT: dict[tuple[str, str], Rule] = {
     ("GET", "/v1/executions/{execution_id}/steps/{name}"): Callback(_execution_callbacks("/steps/s", "GET")),
     ("GET", "/v1/executions/{execution_id}/parents"): Callback(lambda w: [  # the WAITING job's parent and payload
         Call("GET", f"/v1/executions/{w.theirs.workflow_jobs[1]}/parents", sent=(w.theirs.workflow_jobs[1],))]),
+    ("POST", "/v1/executions/{execution_id}/children"): Callback(
+        _execution_callbacks("/children", body={"jobs": [{"ref": "c", "handler": "h", "queue": MINE}]})),
+    ("GET", "/v1/executions/{execution_id}/children"): Callback(_execution_callbacks("/children", "GET")),
     ("PUT", "/v1/executions/{execution_id}/steps/{name}"): Callback(
         _execution_callbacks("/steps/s", "PUT", {"result": 1})),
     # A subscription belongs to the queues it filters for: a limited key manages those within its queues.

@@ -522,3 +522,74 @@ async def test_over_http_a_cancelled_suspended_job_answers_a_signal_409(
         missing = await client.post(f"/v1/executions/{uuid.uuid4()}/signals/go")
         assert missing.status_code == 404
     assert await state_of(db, execution_id) == "CANCELLED"
+
+
+# --- a wait for spawned children -----------------------------------------------------------
+
+# Every execution waiting for its spawned children, none of them unfinished, that nothing will wake:
+# not due for the wake scan (a child's end and the suspend missed each other).
+STRANDED = """
+SELECT e.id FROM job_executions e JOIN job_waits w ON w.execution_id = e.id
+WHERE e.state = 'WAITING' AND w.children AND (e.wake_at IS NULL OR e.wake_at > now())
+  AND NOT EXISTS (SELECT 1 FROM job_executions c
+                  WHERE c.spawned_by = e.id AND c.state NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
+"""
+
+
+async def test_the_last_child_ending_as_its_parent_suspends_for_its_children_never_strands_the_parent(
+        db: Database, outcomes: OutcomeService) -> None:
+    """50 running parents spawn one child each; the children are claimed. Then, per parent, one
+    session suspends it for all its children while another records its child's success, started
+    together in either order. Whatever the order, no parent is left waiting with every child
+    terminal: each is resumed by its suspend or due for the wake scan, which resumes it (reason
+    `children`), once, and its next dispatch carries the child by the ref it gave, with its state and result."""
+    attempts = await processing(db, 50, prefix="parent")
+    service = WorkflowService(db, LIMITS)
+    child_of: dict[UUID, UUID] = {}
+    for parent in sorted(attempts):
+        spawned = await service.spawn(parent, attempts[parent], [WorkflowJob("c", job(f"child-of-{parent}"))])
+        child_of[parent] = spawned.items[0].execution_id
+    children = {c.id: c.attempt for c in await claim(db, 51)}
+    assert set(children) == set(child_of.values())
+
+    async def race(parent: UUID, suspend_first: bool) -> None:
+        child = child_of[parent]
+        pause = random.uniform(0, 0.003)
+
+        async def first_suspend() -> None:
+            await asyncio.sleep(0 if suspend_first else pause)
+            await suspend(outcomes, parent, attempts[parent], Suspend(children=True))
+
+        async def first_child() -> None:
+            await asyncio.sleep(pause if suspend_first else 0)
+            await succeed(db, child, children[child])
+
+        await asyncio.gather(first_suspend(), first_child())
+
+    await asyncio.gather(*(race(p, i % 2 == 0) for i, p in enumerate(sorted(attempts))))
+    assert [r["id"] for r in await sql(db, STRANDED)] == []
+    # A suspend that finds every child ended resumes at once (as one that finds its signal does);
+    # the others are due for the scan.
+    await asyncio.sleep(0.01)  # wake_at is the child's commit time: now() of the scan's transaction is later
+    async with db.transaction() as conn:
+        await waits.resume(conn, None)
+    found = await sql(db, "SELECT e.id, e.state, w.reason FROM job_executions e JOIN job_waits w "
+                          "ON w.execution_id = e.id WHERE e.id = ANY(:ids)", ids=list(attempts))
+    assert {(r["state"], r["reason"]) for r in found} == {("ENQUEUED", "children")}
+    again = {c.id: c for c in await claim(db, 51)}
+    assert set(again) == set(attempts)
+    for parent, c in again.items():
+        assert c.continuation is not None
+        assert c.continuation["resume"]["children"] == {
+            "c": {"execution_id": str(child_of[parent]), "state": "SUCCEEDED", "result": {"ok": True}}}
+
+
+async def test_a_parent_waiting_for_children_it_never_spawned_resumes_at_once(
+        db: Database, outcomes: OutcomeService) -> None:
+    attempts = await processing(db, 1)
+    [(execution_id, attempt)] = attempts.items()
+    await suspend(outcomes, execution_id, attempt, Suspend(children=True))
+    assert await state_of(db, execution_id) == "ENQUEUED"
+    [c] = await claim(db)
+    assert c.continuation is not None and c.continuation["resume"]["reason"] == "children"
+    assert c.continuation["resume"]["children"] == {}

@@ -147,3 +147,116 @@ async def test_a_waiting_job_names_its_unfinished_dependencies_as_blockers(api: 
     await wait_for_state(api, ids["b"], "SUCCEEDED")
     blockers = (await api.get(f"/v1/executions/{ids['c']}/blockers")).json()
     assert blockers == {"state": "WAITING", "items": [{"reason": "dependencies", "refs": ["a"]}]}
+
+
+# --- children spawned by a running handler ---------------------------------------------------
+
+async def test_a_handler_fans_out_to_children_and_in_again_with_their_results(
+        api: httpx.AsyncClient, handler: HandlerServer) -> None:
+    """A job outside workflows spawns three children through its callback (twice, as a replayed
+    handler would: the second call answers the same executions, 200), then waits for them all.
+    Its next dispatch (reason `children`) carries each child by the ref it gave, with its state
+    and result, one of them dead-lettered; a workflow was made for it, holding all four."""
+    spawned: list[httpx.Response] = []
+
+    async def leaf(_: web.Request, job: dict[str, Any]) -> web.StreamResponse:
+        if job["payload"]["n"] == 2:
+            return await fail(_, job)
+        return web.json_response({"result": {"square": job["payload"]["n"] ** 2}})
+
+    async def fan(_: web.Request, job: dict[str, Any]) -> web.StreamResponse:
+        if job.get("resume") is not None:
+            return web.json_response({"result": job["resume"]})
+        callback = job["callback"]
+        children = {"jobs": [{"ref": f"part-{n}", "handler": "leaf", "payload": {"n": n}, "max_attempts": 1}
+                             for n in (1, 2, 3)]}
+        async with httpx.AsyncClient(timeout=10) as client:
+            for _ in range(2):
+                spawned.append(await client.post(callback["url"] + "/children", json=children,
+                                                 headers={"Authorization": f"Bearer {callback['token']}"}))
+        return web.json_response({"suspend": {"children": "all", "timeout_seconds": 60}})
+
+    await register(api, "leaf", handler.route("/leaf", leaf))
+    await register(api, "fan", handler.route("/fan", fan))
+    execution_id = (await api.post("/v1/jobs", json={"handler": "fan"})).json()["id"]
+    done = await wait_for_state(api, execution_id, "SUCCEEDED", timeout=20)
+    first, again = spawned
+    assert (first.status_code, again.status_code) == (201, 200), (first.text, again.text)
+    ids = {i["ref"]: i["execution_id"] for i in first.json()["items"]}
+    assert {i["ref"]: i["execution_id"] for i in again.json()["items"]} == ids  # the same executions
+    assert again.json()["workflow_id"] == first.json()["workflow_id"]
+    assert list(ids) == ["part-1", "part-2", "part-3"]
+    resume = done["result"]
+    assert (resume["n"], resume["reason"]) == (1, "children")
+    assert resume["children"] == {
+        "part-1": {"execution_id": ids["part-1"], "state": "SUCCEEDED", "result": {"square": 1}},
+        "part-2": {"execution_id": ids["part-2"], "state": "DEAD_LETTER", "result": None},
+        "part-3": {"execution_id": ids["part-3"], "state": "SUCCEEDED", "result": {"square": 9}}}
+    assert done["attempt"] == 0 and done["workflow"]["ref"] == "fan"
+    workflow = await wait_for_workflow(api, first.json()["workflow_id"], "FAILED")  # a child dead-lettered
+    assert (workflow["name"], workflow["jobs"], workflow["counts"]) == (
+        "fan", 4, {"SUCCEEDED": 3, "DEAD_LETTER": 1})
+    jobs = (await api.get(f"/v1/workflows/{workflow['id']}/jobs")).json()["items"]
+    assert [j["ref"] for j in jobs] == ["fan", "fan/part-1", "fan/part-2", "fan/part-3"]
+
+
+async def test_spawned_children_may_depend_on_one_another_and_the_parent_sees_them_wait(
+        api: httpx.AsyncClient, handler: HandlerServer) -> None:
+    """Children of one parent depend on each other by the refs it gave (one spawned in an earlier
+    call too); while they run, the parent's blockers count its unfinished children. A bad graph
+    is a 422 naming the field, and once the attempt has ended a new ref is refused (409) while a
+    replay of a spawned one still answers it."""
+    release = asyncio.Event()
+    calls: dict[str, httpx.Response] = {}
+
+    async def slow(_: web.Request, job: dict[str, Any]) -> web.StreamResponse:
+        await release.wait()
+        return web.json_response({"result": job["payload"]})
+
+    async def fan(_: web.Request, job: dict[str, Any]) -> web.StreamResponse:
+        if job.get("resume") is not None:
+            return web.json_response({"result": sorted(job["resume"]["children"])})
+        url, headers = job["callback"]["url"] + "/children", {"Authorization": f"Bearer {job['callback']['token']}"}
+        async with httpx.AsyncClient(timeout=10) as client:
+            calls["first"] = await client.post(url, headers=headers, json={"jobs": [
+                {"ref": "a", "handler": "slow", "payload": "a"}]})
+            calls["bad"] = await client.post(url, headers=headers, json={"jobs": [
+                {"ref": "x", "handler": "slow", "depends_on": ["nope"]}]})
+            calls["second"] = await client.post(url, headers=headers, json={"jobs": [
+                {"ref": "b", "handler": "slow", "payload": "b", "depends_on": ["a"]},
+                {"ref": "c", "handler": "slow", "payload": "c", "depends_on": ["a", "b"]}]})
+        calls["token"] = httpx.Response(200, json=job["callback"])
+        return web.json_response({"suspend": {"children": "all"}})
+
+    await register(api, "slow", handler.route("/slow", slow))
+    await register(api, "fan", handler.route("/fan", fan))
+    execution_id = (await api.post("/v1/jobs", json={"handler": "fan"})).json()["id"]
+    await wait_for_state(api, execution_id, "WAITING")
+    assert calls["first"].status_code == 201 and calls["second"].status_code == 201, calls["second"].text
+    bad = calls["bad"].json()
+    assert calls["bad"].status_code == 422 and bad["errors"][0]["field"] == "jobs[0].depends_on[0]", bad
+    states = {i["ref"]: i["state"] for i in calls["second"].json()["items"]}
+    assert states == {"b": "WAITING", "c": "WAITING"}
+    [blocker] = (await api.get(f"/v1/executions/{execution_id}/blockers")).json()["items"]
+    assert (blocker["reason"], blocker["children"]) == ("suspended", 3)
+    callback = calls["token"].json()
+    headers = {"Authorization": f"Bearer {callback['token']}"}
+    async with httpx.AsyncClient(timeout=10) as client:
+        late = await client.post(callback["url"] + "/children", headers=headers,
+                                 json={"jobs": [{"ref": "d", "handler": "slow"}]})
+        assert late.status_code == 409, late.text
+        replay = await client.post(callback["url"] + "/children", headers=headers,
+                                   json={"jobs": [{"ref": "a", "handler": "slow"}]})
+        assert replay.status_code == 200
+        assert [i["execution_id"] for i in replay.json()["items"]] == [
+            i["execution_id"] for i in calls["first"].json()["items"]]
+        release.set()
+        done = await wait_for_state(api, execution_id, "SUCCEEDED", timeout=20)
+        assert done["result"] == ["a", "b", "c"]
+        page = (await client.get(callback["url"] + "/children", headers=headers, params={"limit": 2})).json()
+        assert [c["ref"] for c in page["items"]] == ["a", "b"] and page["items"][0]["result"] == "a"
+        rest = (await client.get(callback["url"] + "/children", headers=headers,
+                                 params={"after": page["next_after"]})).json()
+        assert [c["ref"] for c in rest["items"]] == ["c"] and rest["next_after"] is None
+    order = [r["payload"] for r in handler.received if r.get("payload") in ("a", "b", "c")]
+    assert order == ["a", "b", "c"]

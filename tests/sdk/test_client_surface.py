@@ -84,7 +84,7 @@ CLIENT_METHODS = {
 # The callbacks a handler makes with its execution's token: the handler toolkit's (jobwire.handler's
 # Context), not the client's, which holds an API key.
 CALLBACKS = {"appendExecutionLogs", "completeExecution", "reportProgress", "heartbeat", "getStep", "putStep",
-             "listParents"}
+             "listParents", "spawnChildren", "listChildren"}
 
 RESOURCES = ("handlers", "jobs", "workflows", "executions", "events", "subscriptions", "schedules", "queues", "nodes",
              "api_keys")

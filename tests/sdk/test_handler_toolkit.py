@@ -566,6 +566,32 @@ async def test_parents_results_past_256_kib_are_fetched_by_ctx_parents(toolkit: 
     assert [(name, status) for name, status in seen.answered] == [("parents", 200)]  # one page held them both
 
 
+async def test_a_handler_spawns_children_waits_for_them_all_and_a_replay_spawns_none_twice(toolkit: Toolkit) -> None:
+    """ctx.spawn then ctx.suspend(children=True): fan-out and fan-in in one handler. The resumed
+    dispatch replays the handler, whose spawn of the same refs gets the same executions back."""
+    spawned: list[dict[str, str]] = []
+
+    async def square(job: Job, ctx: Context) -> Any:
+        return job.payload["n"] ** 2
+
+    async def fan(job: Job, ctx: Context) -> Any:
+        spawned.append(await ctx.spawn([{"ref": f"n{n}", "handler": "square", "payload": {"n": n}}
+                                        for n in range(1, 4)]))
+        if job.resume is None:
+            ctx.suspend(children=True, timeout_seconds=60)
+        assert job.resume.reason == "children"
+        inline = {ref: [c.state, c.result] for ref, c in job.resume.children.items()}
+        return {"inline": inline, "fetched": {ref: c.result for ref, c in (await ctx.children()).items()}}
+
+    await toolkit.deploy("square", square)
+    await toolkit.deploy("fan", fan)
+    done = await wait_for_state(toolkit.api, await toolkit.enqueue("fan"), "SUCCEEDED", timeout=20)
+    assert done["result"] == {"inline": {"n1": ["SUCCEEDED", 1], "n2": ["SUCCEEDED", 4], "n3": ["SUCCEEDED", 9]},
+                              "fetched": {"n1": 1, "n2": 4, "n3": 9}}
+    first, replayed = spawned
+    assert first == replayed and sorted(first) == ["n1", "n2", "n3"]
+
+
 # -- durable waits and signals -----------------------------------------------------------------
 
 
@@ -662,7 +688,7 @@ async def test_a_suspension_given_nothing_to_wait_for_fails_the_attempt_where_it
     execution_id = await toolkit.enqueue("confused", max_attempts=1)
     done = await wait_for_state(toolkit.api, execution_id, "DEAD_LETTER")
     assert done["error_type"] == "ValueError"
-    assert done["last_error"] == "suspend waits for something: until, seconds, signals or timeout_seconds"
+    assert done["last_error"] == "suspend waits for something: until, seconds, signals, children or timeout_seconds"
 
 
 @pytest.mark.parametrize(("given", "said"), [

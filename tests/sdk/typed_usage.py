@@ -46,7 +46,7 @@ from jobwire import (
 )
 from jobwire.events import SubscriberApp, subscriber, verify
 from jobwire.resources import AsyncEventFeed, EventFeed
-from jobwire.handler import Context, Parent, ReceivedSignal, Resume
+from jobwire.handler import Child, Context, Parent, ReceivedSignal, Resume
 from jobwire.handler import Job as DispatchedJob
 from jobwire.types import Job, WorkflowJobSpec
 
@@ -231,6 +231,10 @@ async def handle(job: DispatchedJob, ctx: Context) -> object:
         assert_type(parent, Parent)
         assert_type(parent.has_result, bool)
     assert_type(await ctx.parents(), dict[str, Parent])
+    assert_type(await ctx.spawn([{"ref": "a", "handler": "h"}]), dict[str, str])
+    assert_type(await ctx.children(), dict[str, Child])
+    if job.resume is not None:
+        assert_type(job.resume.children, Mapping[str, Child])
     return None
 
 

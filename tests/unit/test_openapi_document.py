@@ -72,6 +72,8 @@ OPERATION_IDS = {
     ("post", "/v1/subscriptions/{name}/deliveries/{delivery_id}/resend"): "resendDelivery",
     ("post", "/v1/subscriptions/{name}/recover"): "recoverSubscription",
     ("get", "/v1/executions/{execution_id}/parents"): "listParents",
+    ("post", "/v1/executions/{execution_id}/children"): "spawnChildren",
+    ("get", "/v1/executions/{execution_id}/children"): "listChildren",
     ("post", "/v1/executions/{execution_id}/signals/{name}"): "sendSignal",
     ("get", "/v1/executions/{execution_id}/signals"): "listSignals",
     ("post", "/v1/workflows"): "createWorkflow",

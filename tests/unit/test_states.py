@@ -116,7 +116,7 @@ def test_literal_guards_in_sql_agree_with_the_state_machine() -> None:
     statements = {**_sql_statements(), **_function_files()}
     for name, sql in statements.items():
         body = re.sub(r"--[^\n]*", "", sql)
-        for update in re.findall(r"UPDATE job_executions.*?(?:RETURNING|$)", body, flags=re.S):
+        for update in re.findall(r"UPDATE job_executions.*?(?:RETURNING|;|$)", body, flags=re.S):
             written = re.findall(r"SET state = '(\w+)'", update)
             if not written:
                 continue

@@ -15,6 +15,11 @@
 --    or at its own run_at). A job that stops being terminal (a retry) counts again for its WAITING
 --    children. A child's count is written under its row lock: two parents of one child ending at
 --    once on two nodes queue on it, and the second sees the first's count (one enqueues it).
+-- 3. the parents of spawned jobs that became terminal (POST {callback.url}/children): one WAITING
+--    for all its children (suspend `children: "all"`) with none unfinished now is due for the
+--    coordinators' wake scan at once (wake_at now; the scan resumes it, reason `children`). Its
+--    row is locked before the workflows' rows, whatever it waits for: its suspend holds that lock
+--    while it counts its unfinished children, so one of the two sees the other's work.
 -- The statements on the children fire this trigger again, one level down, for their own rows.
 -- The rows that moved are read from the transition tables once, by a statement planned for their
 -- number (EXECUTE: a cached plan made for a few rows would join 10,000 with 10,000 by nested
@@ -29,6 +34,7 @@ DECLARE
     ids uuid[];
     workflows uuid[];
     refs text[];
+    spawners uuid[];
     was text[];
     now_state text[];
     by_user int[];
@@ -41,7 +47,8 @@ BEGIN
     END IF;
     EXECUTE $moved$
         SELECT array_agg(n.id ORDER BY n.id), array_agg(n.workflow_id ORDER BY n.id),
-               array_agg(n.workflow_ref ORDER BY n.id), array_agg(o.state ORDER BY n.id),
+               array_agg(n.workflow_ref ORDER BY n.id), array_agg(n.spawned_by ORDER BY n.id),
+               array_agg(o.state ORDER BY n.id),
                array_agg(n.state ORDER BY n.id),
                array_agg(CASE WHEN n.state = 'CANCELLED' AND n.error_type IS DISTINCT FROM 'dependency_failed'
                               THEN 1 ELSE 0 END
@@ -49,7 +56,7 @@ BEGIN
                                 THEN 1 ELSE 0 END ORDER BY n.id)
         FROM new_rows n JOIN old_rows o ON o.id = n.id
         WHERE o.workflow_id IS NOT NULL AND o.state IS DISTINCT FROM n.state
-    $moved$ INTO ids, workflows, refs, was, now_state, by_user;
+    $moved$ INTO ids, workflows, refs, spawners, was, now_state, by_user;
     IF ids IS NULL THEN
         RETURN NULL;
     END IF;
@@ -57,6 +64,16 @@ BEGIN
     ends := EXISTS (SELECT 1 FROM unnest(was, now_state) AS m(was, now)
                     WHERE (m.was IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
                           <> (m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')));
+
+    -- 3, first: the parents of spawned jobs that ended, locked in id order before the workflows.
+    IF ends THEN
+        PERFORM 1 FROM job_executions p
+        WHERE p.id IN (SELECT m.spawner FROM unnest(spawners, was, now_state) AS m(spawner, was, now)
+                       WHERE m.spawner IS NOT NULL AND m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')
+                         AND m.was NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
+        ORDER BY p.id
+        FOR NO KEY UPDATE;
+    END IF;
 
     -- 1. The workflows, locked in id order, counted, ended or running again.
     PERFORM 1 FROM job_workflows w WHERE w.id = ANY(touched) ORDER BY w.id FOR NO KEY UPDATE;
@@ -109,6 +126,17 @@ BEGIN
                               'metadata', e.metadata, 'created_at', e.created_at, 'completed_at', e.completed_at),
            'workflow.' || lower(e.state)
     FROM ended e ORDER BY e.id;
+
+    -- 3. The parents waiting for all their spawned children, once none is unfinished.
+    UPDATE job_executions p SET wake_at = now()
+    FROM job_waits w
+    WHERE p.id IN (SELECT m.spawner FROM unnest(spawners, now_state) AS m(spawner, now)
+                   WHERE m.spawner IS NOT NULL AND m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
+      AND w.execution_id = p.id AND w.children AND w.resumed_at IS NULL
+      AND p.state = 'WAITING' AND p.suspensions IS NOT NULL AND p.pending_parents IS NULL
+      AND (p.wake_at IS NULL OR p.wake_at > now())
+      AND NOT EXISTS (SELECT 1 FROM job_executions c
+                      WHERE c.spawned_by = p.id AND c.state NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'));
 
     -- 2. The children of the jobs that became terminal (or stopped being terminal).
     WITH RECURSIVE doomed(id, ref, via_ref, via_id, via_state) AS (

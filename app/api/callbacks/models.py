@@ -9,6 +9,7 @@ from uuid import UUID
 from pydantic import AwareDatetime, Field, Strict, StringConstraints, field_validator
 
 from app.api.fields import ResponseModel, StrictModel, rfc3339_text, within_utc_years
+from app.api.workflows.models import Jobs, WorkflowItemOut
 from app.domain.logs import MAX_ENTRIES_PER_CALL
 from app.domain.names import NAME_PATTERN
 from app.domain.states import ABANDONED_ERROR_PREFIX
@@ -32,14 +33,17 @@ class CompletionError(StrictModel):
 
 
 class SuspendIn(StrictModel):
-    """Wait, holding no slot, until a time, a named signal or a timeout; then the execution is
-    dispatched again (the same attempt) with `resume` and `steps`."""
+    """Wait, holding no slot, until a time, a named signal, the end of every child it spawned, or a
+    timeout; then the execution is dispatched again (the same attempt) with `resume` and `steps`."""
 
     until: AwareDatetime | None = Field(None, description="RFC 3339 with a zone, at most 365 days ahead")
     seconds: Annotated[float, Strict(), Field(ge=0, le=365 * 86400)] | None = Field(
         None, description="instead of until: this long from now")
     signals: Annotated[list[Annotated[str, StringConstraints(pattern=NAME_PATTERN)]], Field(max_length=100)] | None = (
         Field(None, description="resume when a signal of one of these names arrives (or is there already)"))
+    children: Literal["all"] | None = Field(
+        None, description="resume (reason `children`) once every child this execution spawned (POST "
+                          "…/children) is terminal; `resume.children` has them by ref")
     timeout_seconds: Annotated[float, Strict(), Field(ge=0, le=365 * 86400)] | None = Field(
         None, description="resume (reason `timeout`) when nothing else came within this long")
     steps: dict[str, Any] | None = Field(None, description="run-step-once results to record, by step name")
@@ -102,6 +106,28 @@ class ParentOut(ResponseModel):
 
 class ParentPage(ResponseModel):
     items: list[ParentOut] = Field(description="the execution's workflow parents by ref, with their results")
+    next_after: str | None = Field(description="pass as `after` for the next page; null at the end")
+
+
+class ChildrenIn(StrictModel):
+    jobs: Jobs
+
+
+class Spawned(ResponseModel):
+    workflow_id: UUID = Field(description="the parent's workflow, which the children joined (made for a parent "
+                                          "outside workflows, named after its handler)")
+    items: list[WorkflowItemOut] = Field(description="the request's children in its order, by the refs it gave")
+
+
+class ChildOut(ResponseModel):
+    ref: str = Field(description="the ref the parent gave it")
+    execution_id: UUID
+    state: str
+    result: Any
+
+
+class ChildPage(ResponseModel):
+    items: list[ChildOut] = Field(description="the children the execution spawned, by ref, with their results")
     next_after: str | None = Field(description="pass as `after` for the next page; null at the end")
 
 

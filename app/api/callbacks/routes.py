@@ -1,4 +1,5 @@
-"""POST …/complete, …/progress, …/heartbeat, …/logs; GET and PUT …/steps/{name}."""
+"""POST …/complete, …/progress, …/heartbeat, …/logs, …/children; GET …/parents, …/children; GET
+and PUT …/steps/{name}."""
 
 from __future__ import annotations
 
@@ -14,11 +15,14 @@ from app.api.body import NulStrippingRoute, StrictJSONRoute, body_as, path_uuid
 from app.api.direct import direct
 from app.api.callbacks.models import (
     CancelRequested,
+    ChildPage,
+    ChildrenIn,
     CompleteIn,
     LogsIn,
     LogsStored,
     ParentPage,
     ProgressIn,
+    Spawned,
     StepIn,
     StepOut,
 )
@@ -26,6 +30,7 @@ from app.api.executions.models import ExecutionOut
 from app.api.executions.views import execution_view
 from app.api.responses import FastJSON
 from app.api.services import services_of
+from app.api.workflows.models import refuse_debounce
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.logs import LogEntry, LogLevel, normalize_message
 from app.domain.waits import InvalidSuspend, parse_suspend
@@ -113,6 +118,10 @@ def _step_view(step: Step) -> dict[str, object]:
     return {"name": step.name, "result": step.result, "completed_at": step.completed_at}
 
 
+def _page_view(items: list[dict[str, object]], next_after: str | None) -> dict[str, object]:
+    return {"items": [{**i, "execution_id": str(i["execution_id"])} for i in items], "next_after": next_after}
+
+
 @router.get("/{execution_id}/parents", operation_id="listParents", response_model=ParentPage)
 async def list_parents(
     execution_id: UUID,
@@ -124,8 +133,43 @@ async def list_parents(
     inlines them only while they total at most 256 KiB). Empty for a job outside workflows."""
     s = services_of(request)
     items, next_after = await s.callbacks.parents(execution_id, bearer_token(request), after, limit)
-    return FastJSON({"items": [{**i, "execution_id": str(i["execution_id"])} for i in items],
-                     "next_after": next_after})
+    return FastJSON(_page_view(items, next_after))
+
+
+@router.post("/{execution_id}/children", operation_id="spawnChildren", response_model=Spawned, status_code=201,
+             responses={200: {"model": Spawned, "description": "every ref was spawned by this execution before: "
+                                                               "those children, unchanged"}})
+async def spawn_children(execution_id: UUID, body: ChildrenIn, request: Request) -> Response:
+    """Spawn 1–1,000 children from a running attempt (its callback token): every field of a workflow's
+    job (`ref`, `depends_on` naming refs this execution spawned, `on_dependency_failure`, and those
+    of POST /v1/jobs but `debounce`). They join the execution's workflow (one is made, named after
+    its handler, for an execution outside workflows) as `<its ref>/<ref>`, at most 10,000 jobs in
+    all, and run at once unless they depend on one another. Idempotent per (execution, ref): a ref
+    spawned before answers that child (200 when every ref was), so a replayed handler gets the same
+    executions back. Answer a dispatch with `{"suspend": {"children": "all"}}` to be dispatched
+    again once every child is terminal (fan-out, fan-in). 409 when the attempt is not PROCESSING."""
+    refuse_debounce(body.jobs)
+    s = services_of(request)
+    attempt = s.callbacks.authorize(execution_id, bearer_token(request))
+    spawned = await s.workflows.spawn(execution_id, attempt, [j.to_workflow_job() for j in body.jobs])
+    return FastJSON({"workflow_id": str(spawned.workflow_id),
+                     "items": [{"ref": i.ref, "execution_id": str(i.execution_id), "state": i.state}
+                               for i in spawned.items]},
+                    status_code=201 if spawned.created else 200)
+
+
+@router.get("/{execution_id}/children", operation_id="listChildren", response_model=ChildPage)
+async def list_children(
+    execution_id: UUID,
+    request: Request,
+    after: Annotated[str, Query(max_length=300, description="the previous page's `next_after`")] = "",
+    limit: Annotated[int, Query(ge=1, le=1000, description="items per page")] = 100,
+) -> Response:
+    """The children this execution spawned, by the refs it gave, with their results, a page at a time
+    (a resumed dispatch inlines them only while they total at most 256 KiB)."""
+    s = services_of(request)
+    items, next_after = await s.callbacks.children(execution_id, bearer_token(request), after, limit)
+    return FastJSON(_page_view(items, next_after))
 
 
 @router.get("/{execution_id}/steps/{name}", operation_id="getStep", response_model=StepOut)

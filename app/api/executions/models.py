@@ -201,7 +201,8 @@ class BlockerOut(ResponseModel):
                     "job of its queue, `execution_id` in `state`, runs (PROCESSING) or goes first (ENQUEUED); "
                     "`no_node_serves_queue`: no live node claims from its `queue` (JOBWIRE_QUEUES); `dependencies`: "
                     "a WAITING job of a workflow waits for its parents `refs`, not terminal yet; `suspended`: its "
-                    "handler suspended it until `until`, one of `signals`, or `timeout_at`")
+                    "handler suspended it until `until`, one of `signals`, the end of its spawned `children` (how many "
+                    "are not terminal yet; null when it does not wait for them), or `timeout_at`")
     until: datetime | None = None
     queue: str | None = None
     in_flight: int | None = None
@@ -213,6 +214,7 @@ class BlockerOut(ResponseModel):
     refs: list[str] | None = None
     signals: list[str] | None = None
     timeout_at: datetime | None = None
+    children: int | None = None
 
 
 class BlockerList(ResponseModel):

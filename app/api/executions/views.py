@@ -72,4 +72,5 @@ def blocker_view(b: Blocker) -> dict[str, Any]:
     if b.reason.value == "suspended":
         view["signals"] = list(b.signals or ())
         view["timeout_at"] = b.timeout_at
+        view["children"] = b.children
     return view

@@ -53,9 +53,12 @@ class DispatchResume(BaseModel):
 
     n: int = Field(description="which resumption this is, 1 for the first; also the `jobwire-resume` header and "
                                "the `.r<n>` of `webhook-id`")
-    reason: Literal["timer", "signal", "timeout"]
+    reason: Literal["timer", "signal", "children", "timeout"]
     signals: list[DispatchSignal] = Field(description="the signals this resumption consumed (reason `signal`)")
-    children: dict[str, Any] = Field(description="reserved for waits on spawned children: empty")
+    children: dict[str, Any] = Field(description="a wait on its spawned children (`children: \"all\"`): each by the "
+                                                 "ref it gave, {execution_id, state, result}, the results inlined "
+                                                 "while they total at most 256 KiB (else left out: GET "
+                                                 "{callback.url}/children); empty for other waits")
 
 
 class DispatchRequest(BaseModel):

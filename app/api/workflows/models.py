@@ -11,6 +11,7 @@ from pydantic import Field
 from app.api.executions.models import StateName
 from app.api.fields import JsonObject, Name, ResponseModel, StrictModel
 from app.api.jobs.models import JobIn
+from app.domain.errors import FieldError, ValidationFailed
 from app.domain.workflows import MAX_JOBS_PER_CALL, DependencyPolicy, NewWorkflow, WorkflowJob, WorkflowState
 
 WorkflowStateName = Literal[tuple(s.value for s in WorkflowState)]  # type: ignore[valid-type]
@@ -33,6 +34,14 @@ class WorkflowJobIn(JobIn):
 
 
 Jobs = Annotated[list[WorkflowJobIn], Field(min_length=1, max_length=MAX_JOBS_PER_CALL)]
+
+
+def refuse_debounce(jobs: list[WorkflowJobIn]) -> None:
+    """A workflow's jobs are not debounced: 422 naming each that asks."""
+    debounced = [FieldError(f"jobs[{i}].debounce", "a workflow's jobs are not debounced")
+                 for i, job in enumerate(jobs) if job.debounce is not None]
+    if debounced:
+        raise ValidationFailed(debounced)
 
 
 class WorkflowIn(StrictModel):

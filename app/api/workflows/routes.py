@@ -15,10 +15,9 @@ from app.api.responses import FastJSON, problems
 from app.api.services import services_of
 from app.api.workflows.models import (
     WorkflowIn, WorkflowJobPage, WorkflowJobsAdded, WorkflowJobsIn, WorkflowMade, WorkflowOut, WorkflowPage,
-    WorkflowRetried, WorkflowStateName,
+    WorkflowRetried, WorkflowStateName, refuse_debounce,
 )
 from app.domain.access import Scope
-from app.domain.errors import FieldError, ValidationFailed
 from app.domain.workflows import Workflow, WorkflowFilter, WorkflowItem, WorkflowState
 
 router = APIRouter(prefix="/v1/workflows", tags=["workflows"], route_class=ManagementRoute)
@@ -36,13 +35,6 @@ def item_view(i: WorkflowItem) -> dict[str, Any]:
     return {"ref": i.ref, "execution_id": str(i.execution_id), "state": i.state}
 
 
-def _no_debounce(jobs: list[Any]) -> None:
-    debounced = [FieldError(f"jobs[{i}].debounce", "a workflow's jobs are not debounced")
-                 for i, job in enumerate(jobs) if job.debounce is not None]
-    if debounced:
-        raise ValidationFailed(debounced)
-
-
 @router.post("", operation_id="createWorkflow", response_model=WorkflowMade, status_code=201,
              responses={200: {"model": WorkflowMade, "description": "an idempotency key already stored with the same "
                                                                     "body: the workflow made then"},
@@ -55,7 +47,7 @@ async def create_workflow(body: WorkflowIn, request: Request) -> Response:
     once all are terminal (`run`). An unknown or duplicate ref, a self-dependency or a cycle → 422
     naming the field (`jobs[3].depends_on[0]`). A job that depends on all the others with
     `on_dependency_failure: run` is a batch callback."""
-    _no_debounce(body.jobs)
+    refuse_debounce(body.jobs)
     made = await services_of(request).workflows.create(body.to_new_workflow(), queues_of(request))
     view = workflow_view(made.workflow) | {"items": [item_view(i) for i in made.items]}
     return FastJSON(view, status_code=201 if made.created else 200)
@@ -108,7 +100,7 @@ async def add_workflow_jobs(workflow_id: UUID, body: WorkflowJobsIn, request: Re
     """Add 1–1,000 jobs to a RUNNING workflow (409 once it is finished; at most 10,000 jobs in all). They
     may depend on any of its refs, finished ones included: a parent that succeeded counts as done, one
     that failed cancels a `cancel` child at once."""
-    _no_debounce(body.jobs)
+    refuse_debounce(body.jobs)
     workflow, items = await services_of(request).workflows.add_jobs(
         workflow_id, [j.to_workflow_job() for j in body.jobs], queues_of(request))
     return FastJSON({"workflow": workflow_view(workflow), "items": [item_view(i) for i in items]}, status_code=201)

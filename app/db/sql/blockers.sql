@@ -57,6 +57,10 @@ SELECT e.state, e.queue,
        -- A suspended job: its wait.
        e.state = 'WAITING' AND e.suspensions IS NOT NULL AND e.pending_parents IS NULL AS suspended,
        w.until AS suspended_until, w.signals AS suspended_signals, w.timeout_at AS suspended_timeout_at,
+       CASE WHEN w.children THEN
+           (SELECT count(*) FROM job_executions c
+            WHERE c.spawned_by = e.id AND c.state NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
+       END AS suspended_children,
        EXISTS (SELECT 1 FROM job_server_heartbeats n
                WHERE n.last_heartbeat >= now() - make_interval(secs => :timeout)
                  AND (n.queues IS NULL OR e.queue = ANY(n.queues))) AS node_serves_queue

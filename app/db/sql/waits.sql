@@ -14,8 +14,10 @@ FOR UPDATE
 -- name: execution_suspend
 -- A handler's suspend of its attempt: PROCESSING → WAITING, the same attempt, its lease and
 -- deadline dropped (its slot is free); :steps recorded as run-step-once results (a step recorded
--- before keeps its first result); the wait stored (its number, until, timeout, signals). wake_at:
--- the sooner of until and the timeout (the coordinator's wake scan).
+-- before keeps its first result); the wait stored (its number, until, timeout, signals, children).
+-- wake_at: the sooner of until and the timeout (the coordinator's wake scan), or now when it waits
+-- for its spawned children and none is unfinished (a child's end that commits after this statement
+-- waits for its row lock, then sees it WAITING: jobwire_workflow_transitions).
 WITH t AS (
     SELECT e.id, COALESCE(e.suspensions, 0) + 1 AS n FROM job_executions e
     WHERE e.id = :id AND e.attempt = :attempt AND e.state = ANY(CAST(:from_states AS text[]))
@@ -25,18 +27,23 @@ WITH t AS (
     SELECT t.id, s.key, s.value FROM t, jsonb_each(CAST(:steps AS jsonb)) AS s
     ON CONFLICT (execution_id, name) DO NOTHING
 ), w AS (
-    INSERT INTO job_waits AS w (execution_id, n, attempt, until, timeout_at, signals)
+    INSERT INTO job_waits AS w (execution_id, n, attempt, until, timeout_at, signals, children)
     SELECT t.id, t.n, :attempt, CAST(:until AS timestamptz),
-           now() + make_interval(secs => CAST(:timeout AS float8)), CAST(:signals AS text[])
+           now() + make_interval(secs => CAST(:timeout AS float8)), CAST(:signals AS text[]), :children
     FROM t
     ON CONFLICT (execution_id) DO UPDATE
     SET n = EXCLUDED.n, attempt = EXCLUDED.attempt, until = EXCLUDED.until, timeout_at = EXCLUDED.timeout_at,
-        signals = EXCLUDED.signals, suspended_at = now(), resumed_at = NULL, reason = NULL, delivered = NULL
-    RETURNING w.execution_id, w.n, w.until, w.timeout_at
+        signals = EXCLUDED.signals, children = EXCLUDED.children, suspended_at = now(), resumed_at = NULL,
+        reason = NULL, delivered = NULL
+    RETURNING w.execution_id, w.n, w.until, w.timeout_at, w.children
 ), u AS (
     UPDATE job_executions e
     SET state = 'WAITING', locked_by = NULL, deadline_at = NULL, suspensions = w.n, pending_parents = NULL,
-        wake_at = LEAST(w.until, w.timeout_at), updated_at = now()
+        wake_at = CASE WHEN w.children AND NOT EXISTS (
+                           SELECT 1 FROM job_executions c
+                           WHERE c.spawned_by = e.id AND c.state NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
+                       THEN now() ELSE LEAST(w.until, w.timeout_at) END,
+        updated_at = now()
     FROM w
     WHERE e.id = w.execution_id AND e.state = ANY(CAST(:from_states AS text[]))
     RETURNING e.*
@@ -49,8 +56,10 @@ SELECT u.id, u.suspensions, u.handler FROM u
 -- Resume the suspended WAITING executions whose wait is over: those of :ids (whose rows the caller
 -- holds), or with :ids NULL those whose wake_at passed, :n at most, SKIP LOCKED (the wake scan of
 -- every node). Over: a signal it names is there (every one it names is consumed, by this
--- resumption), else its `until` came, else its timeout passed. ENQUEUED, due now, the same
--- attempt (a resumption spends none); its wait says why and holds the signals for the dispatch.
+-- resumption), else it waits for its spawned children and none is unfinished, else its `until`
+-- came, else its timeout passed. ENQUEUED, due now, the same attempt (a resumption spends none);
+-- its wait says why and holds the signals for the dispatch. One not over (a child ran again since
+-- its end woke it) waits on: wake_at back to its until or timeout.
 WITH t AS (
     SELECT e.id FROM job_executions e
     WHERE e.state = 'WAITING' AND e.suspensions IS NOT NULL AND e.pending_parents IS NULL
@@ -61,13 +70,21 @@ WITH t AS (
 ), ready AS (
     SELECT t.id, w.n, w.until, w.timeout_at,
            (SELECT array_agg(s.id ORDER BY s.id) FROM job_signals s
-            WHERE s.execution_id = t.id AND s.consumed_at IS NULL AND s.name = ANY(w.signals)) AS signal_ids
+            WHERE s.execution_id = t.id AND s.consumed_at IS NULL AND s.name = ANY(w.signals)) AS signal_ids,
+           w.children AND NOT EXISTS (SELECT 1 FROM job_executions c
+                                      WHERE c.spawned_by = t.id
+                                        AND c.state NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')) AS children_done
     FROM t JOIN job_waits w ON w.execution_id = t.id
 ), why AS (
     SELECT r.*, CASE WHEN r.signal_ids IS NOT NULL THEN 'signal'
+                     WHEN r.children_done THEN 'children'
                      WHEN r.until <= now() THEN 'timer'
                      WHEN r.timeout_at <= now() THEN 'timeout' END AS reason
     FROM ready r
+), not_over AS (
+    UPDATE job_executions e SET wake_at = LEAST(why.until, why.timeout_at)
+    FROM why
+    WHERE e.id = why.id AND why.reason IS NULL AND e.wake_at IS DISTINCT FROM LEAST(why.until, why.timeout_at)
 ), consumed AS (
     UPDATE job_signals s SET consumed_at = now(), resume = why.n
     FROM why
@@ -116,9 +133,3 @@ LIMIT :limit
 
 -- name: signal_consumed
 SELECT s.consumed_at IS NOT NULL FROM job_signals s WHERE s.id = :id
-
--- name: execution_wait
--- A suspended WAITING execution's wait (its blockers: `suspended`).
-SELECT w.n, w.until, w.timeout_at, w.signals FROM job_waits w
-JOIN job_executions e ON e.id = w.execution_id
-WHERE w.execution_id = :id AND e.state = 'WAITING' AND e.suspensions IS NOT NULL AND e.pending_parents IS NULL

@@ -42,7 +42,8 @@ SELECT $workflow_columns FROM job_workflows w WHERE w.id = :id FOR NO KEY UPDATE
 -- their edges (:edge_parents → :edge_children, by ref: a parent is one of them or a job already
 -- in the workflow) and, for each with parents, WAITING with the count of its parents not
 -- terminal (workflow_settle then enqueues those with none, or cancels those a failed parent
--- dooms). One event each that waits. The rows are new (this transaction's): no trigger runs,
+-- dooms); :spawned_by, the parent that spawned them (POST {callback.url}/children), or NULL. One
+-- event each that waits. The rows are new (this transaction's): no trigger runs,
 -- workflow_account counts them.
 WITH input AS (
     SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:refs AS text[]), CAST(:policies AS text[]))
@@ -67,7 +68,7 @@ WITH input AS (
 ), u AS (
     UPDATE job_executions e
     SET workflow_id = :workflow, workflow_ref = i.ref, on_dependency_failure = i.policy,
-        pending_parents = COALESCE(p.unfinished, 0),
+        pending_parents = COALESCE(p.unfinished, 0), spawned_by = CAST(:spawned_by AS uuid),
         state = CASE WHEN p.parents > 0 THEN 'WAITING' ELSE e.state END,
         updated_at = now()
     FROM input i LEFT JOIN pending p ON p.child_id = i.id
@@ -237,3 +238,43 @@ SELECT p.workflow_ref AS ref
 FROM job_dependencies d JOIN job_executions p ON p.id = d.parent_id
 WHERE d.child_id = :id AND p.state NOT IN $terminal
 ORDER BY p.workflow_ref
+
+-- name: spawn_parent
+-- POST {callback.url}/children, first: the parent, locked (before its workflow's row, as a child's
+-- end takes them), with its attempt, state and workflow.
+SELECT e.id, e.attempt, e.state, e.handler, e.workflow_id, e.workflow_ref
+FROM job_executions e WHERE e.id = :id
+FOR NO KEY UPDATE
+
+-- name: spawn_adopt
+-- A parent outside workflows that spawns children: a workflow is made for it (named after its
+-- handler), holding it (:state, its ref :ref). No trigger counts it (it moved no state):
+-- the new workflow's counts start with it.
+WITH w AS (
+    INSERT INTO job_workflows AS w (name, counts, jobs, unfinished)
+    VALUES (:name, jsonb_build_object(CAST(:state AS text), 1), 1, 1)
+    RETURNING w.id
+), u AS (
+    UPDATE job_executions e
+    SET workflow_id = w.id, workflow_ref = :ref, on_dependency_failure = 'cancel', pending_parents = 0
+    FROM w
+    WHERE e.id = :id AND e.workflow_id IS NULL
+    RETURNING e.workflow_id
+)
+SELECT u.workflow_id FROM u
+
+-- name: spawned
+-- The children :id spawned whose refs (in the workflow) are :refs, as POST {callback.url}/children
+-- answers them.
+SELECT e.workflow_ref AS ref, e.id AS execution_id, e.state
+FROM job_executions e
+WHERE e.spawned_by = :id AND e.workflow_ref = ANY(CAST(:refs AS text[]))
+
+-- name: spawned_page
+-- GET {callback.url}/children: the children the execution spawned by ref (as it named them) after
+-- :after, with their results.
+SELECT substr(e.workflow_ref, length(p.workflow_ref) + 2) AS ref, e.id AS execution_id, e.state, e.result
+FROM job_executions p JOIN job_executions e ON e.spawned_by = p.id
+WHERE p.id = :id AND e.workflow_ref > p.workflow_ref || '/' || :after
+ORDER BY e.workflow_ref
+LIMIT :limit

@@ -145,8 +145,9 @@ class Blocker(Resource):
     or with `key` the key, has `in_flight` calls of its effective `limit`), `stateful`
     (`execution_id` in `state`, PROCESSING or ENQUEUED ahead), `no_node_serves_queue` (`queue`),
     `dependencies` (a WAITING job of a workflow: its parents `refs` are not terminal yet),
-    `suspended` (a WAITING job its handler suspended: until `until`, one of `signals`, or
-    `timeout_at`, whichever comes first)."""
+    `suspended` (a WAITING job its handler suspended: until `until`, one of `signals`, the end
+    of its spawned children (`children`: how many are not terminal yet; None when it does not
+    wait for them), or `timeout_at`, whichever comes first)."""
 
     reason: str
     until: datetime | None = None
@@ -160,6 +161,7 @@ class Blocker(Resource):
     refs: list[str] | None = None  # `dependencies`: the parents it waits for
     signals: list[str] | None = None  # `suspended`: the signals that end the wait
     timeout_at: datetime | None = None  # `suspended`: when the wait ends anyway (reason `timeout`)
+    children: int | None = None  # `suspended` for its spawned children: those not terminal yet
 
     _READERS = times("until", "next_slot", "timeout_at")
 

@@ -33,9 +33,9 @@ import httpx
 from jobwire.handler._asgi import Handle, HandlerApp
 from jobwire.handler._context import Context
 from jobwire.handler._errors import CallbackError, Permanent, Suspend
-from jobwire.handler._job import Job, Parent, ReceivedSignal, Resume
+from jobwire.handler._job import Child, Job, Parent, ReceivedSignal, Resume
 
-__all__ = ["CallbackError", "Context", "HandlerApp", "Job", "Parent", "Permanent", "ReceivedSignal", "Resume",
+__all__ = ["CallbackError", "Child", "Context", "HandlerApp", "Job", "Parent", "Permanent", "ReceivedSignal", "Resume",
            "Suspend", "asgi_app"]
 
 

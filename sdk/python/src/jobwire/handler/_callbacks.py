@@ -25,7 +25,7 @@ from jobwire.handler._retrying import RETRIED_STATUSES, AttemptDeadline, Backoff
 log = logging.getLogger("jobwire.handler")
 
 STALE = 409  # a newer attempt owns the execution (or the attempt is over): nothing of ours applies
-PARENTS_PAGE = 1000  # parents asked for at once (the most the callback gives)
+PAGE = 1000  # parents (or children) asked for at once (the most the callback gives)
 
 
 def encode(document: Any) -> bytes:
@@ -113,18 +113,29 @@ class Callbacks:
         _expect(response, 200, 201)
         return _answer(response).get("result")
 
-    async def parents_page(self, after: str) -> tuple[list[dict[str, Any]], str | None]:
-        """A page of the execution's workflow parents by ref with their results, and the next
-        page's `after` (None at the end)."""
-        query = f"?limit={PARENTS_PAGE}" + (f"&after={quote(after, safe='')}" if after else "")
-        response, _ = await self._call("GET", f"/parents{query}")
+    async def page(self, kind: str, after: str) -> tuple[list[dict[str, Any]], str | None]:
+        """A page of the execution's workflow `parents` (or the `children` it spawned) by ref with
+        their results, and the next page's `after` (None at the end)."""
+        query = f"?limit={PAGE}" + (f"&after={quote(after, safe='')}" if after else "")
+        response, _ = await self._call("GET", f"/{kind}{query}")
         _expect(response, 200)
         answer = _answer(response)
         items = answer.get("items")
         if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
-            raise CallbackError(f"{response.request.url.path}: the answer has no list of parents", 200)
+            raise CallbackError(f"{response.request.url.path}: the answer has no list of {kind}", 200)
         following = answer.get("next_after")
         return items, following if isinstance(following, str) and following else None
+
+    async def spawn(self, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """POST …/children: the children's items {ref, execution_id, state}, in the order asked
+        (201 made, or 200: every ref spawned before, so asking again after an outage is safe)."""
+        response, _ = await self._call("POST", "/children", {"jobs": jobs})
+        _expect(response, 200, 201)
+        items = _answer(response).get("items")
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise CallbackError(f"{response.request.url.path}: the answer has no list of children",
+                                response.status_code)
+        return items
 
     async def complete(self, body: bytes) -> None:
         """POST …/complete. Never raises: an outcome that cannot be delivered is logged, and

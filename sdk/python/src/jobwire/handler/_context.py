@@ -13,7 +13,7 @@ from typing import Any, NoReturn, TypeVar
 
 from jobwire.handler._callbacks import Callbacks
 from jobwire.handler._errors import Suspend
-from jobwire.handler._job import Job, Parent, parent_of
+from jobwire.handler._job import Child, Job, Parent, parent_of
 from jobwire.handler._reporter import Reporter
 
 T = TypeVar("T")
@@ -31,8 +31,8 @@ class Context:
 
     `progress` and `log` return at once: the toolkit sends them in the background (a tight
     loop may call them per item; progress snapshots are merged while one is in flight) and
-    sends what is pending before the attempt's outcome. `run_step_once`, `is_cancelled` and
-    `parents` are awaited: their answer comes from Jobwire (or from the dispatch, when it holds
+    sends what is pending before the attempt's outcome. `run_step_once`, `is_cancelled`,
+    `parents`, `spawn` and `children` are awaited: their answer comes from Jobwire (or from the dispatch, when it holds
     it). `suspend` ends the attempt with a durable wait. Call them from the event loop's
     thread."""
 
@@ -95,20 +95,23 @@ class Context:
         return stored  # type: ignore[no-any-return]
 
     def suspend(self, *, until: datetime | None = None, seconds: float | None = None,
-                signals: str | Iterable[str] = (), timeout_seconds: float | None = None,
+                signals: str | Iterable[str] = (), children: bool = False, timeout_seconds: float | None = None,
                 steps: Mapping[str, Any] | None = None) -> NoReturn:
         """End this attempt with a durable wait (raises `Suspend`, which the toolkit answers as
         `{"suspend": …}`): the execution goes WAITING, the same attempt, holding no slot, until
         `until` (an aware datetime, at most 365 days ahead) or `seconds` from now, until a signal
         named in `signals` arrives (`client.executions.signal`; one sent earlier and not consumed
-        counts at once), or until `timeout_seconds` pass, whichever comes first. Then Jobwire
-        dispatches it again: `job.resume` says why (`reason` `timer`, `signal` or `timeout`, and
-        the `signals` consumed, with their payloads), and `job.steps` holds every step recorded,
+        counts at once), with `children=True` until every child it spawned (`ctx.spawn`) is
+        terminal, or until `timeout_seconds` pass, whichever comes first. Then Jobwire
+        dispatches it again: `job.resume` says why (`reason` `timer`, `signal`, `children` or
+        `timeout`, the `signals` consumed, with their payloads, and for a wait on its children
+        each child with its state and result), and `job.steps` holds every step recorded,
         so a handler that keeps no state replays to where it was (`run_step_once` answers from
         it). `steps` records results as run-step-once steps with the suspension itself. A
         resumption spends no attempt; at most 100 suspensions an execution. A mistake in what it
         is given raises ValueError here."""
-        raise Suspend(until=until, seconds=seconds, signals=signals, timeout_seconds=timeout_seconds, steps=steps)
+        raise Suspend(until=until, seconds=seconds, signals=signals, children=children,
+                      timeout_seconds=timeout_seconds, steps=steps)
 
     async def parents(self) -> dict[str, Parent]:
         """A job of a workflow: its direct parents by ref, each with its result (`job.parents`,
@@ -120,10 +123,35 @@ class Context:
         known = self.job.parents
         if all(parent.has_result for parent in known.values()):
             return dict(known)
+        return await self._every("parents")
+
+    async def spawn(self, jobs: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+        """Spawn children of this execution (at most 1,000 a call): each a job as
+        `client.workflows.create` takes them, `{"ref": …, "handler": …, "payload": …}` and any
+        other field of a job, with `depends_on` naming refs this execution spawned. They join
+        its workflow (one is made for a job outside workflows) and run at once unless they
+        depend on one another. Returns their execution ids by ref. Idempotent per ref: a replay
+        of this handler (after a resumption or a retry) that spawns the same refs gets the same
+        executions back, whatever it sends with them. Then `ctx.suspend(children=True)` waits
+        for all of them: fan-out and fan-in in one handler. Raises CallbackError when Jobwire
+        refuses (422 naming the field, 409: the attempt is no longer running)."""
+        items = await self._callbacks.spawn([dict(job) for job in jobs])
+        return {str(item.get("ref")): str(item.get("execution_id")) for item in items}
+
+    async def children(self) -> dict[str, Child]:
+        """Every child this execution spawned, by ref, with its state and result: from
+        `job.resume.children` when the dispatch carries them all with their results, else asked
+        of Jobwire a page of 1,000 at a time."""
+        known = self.job.resume.children if self.job.resume is not None else {}
+        if known and all(child.has_result for child in known.values()):
+            return dict(known)
+        return await self._every("children")
+
+    async def _every(self, kind: str) -> dict[str, Parent]:
         found: dict[str, Parent] = {}
         after: str | None = ""
         while after is not None:
-            items, after = await self._callbacks.parents_page(after)
+            items, after = await self._callbacks.page(kind, after)
             for item in items:
                 ref = str(item.get("ref"))
                 found[ref] = parent_of(ref, item)

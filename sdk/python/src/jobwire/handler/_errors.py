@@ -38,17 +38,17 @@ class Suspend(BaseException):
     """Raised by `ctx.suspend(…)` (or raise it yourself) to end the attempt with a wait instead of
     an outcome: the toolkit answers `{"suspend": …}` (or reports `outcome: suspended` after a 202),
     and Jobwire holds the execution WAITING, the same attempt, with no slot, until `until` (an
-    aware datetime) or `seconds` from now, a signal named in `signals`, or `timeout_seconds`,
-    whichever comes first; then it dispatches it again with `job.resume` and `job.steps`. `steps`
-    records run-step-once results with the suspension (no callback of their own). A mistake (no
-    zone, a negative or too long wait, a bad name, nothing to wait for) is a ValueError where it is
-    made. A BaseException, as KeyboardInterrupt is: an `except Exception` in the handler does not
-    stop it on its way out."""
+    aware datetime) or `seconds` from now, a signal named in `signals`, the end of every child it
+    spawned (`children=True`), or `timeout_seconds`, whichever comes first; then it dispatches it
+    again with `job.resume` and `job.steps`. `steps` records run-step-once results with the
+    suspension (no callback of their own). A mistake (no zone, a negative or too long wait, a bad
+    name, nothing to wait for) is a ValueError where it is made. A BaseException, as
+    KeyboardInterrupt is: an `except Exception` in the handler does not stop it on its way out."""
 
     def __init__(self, *, until: datetime | None = None, seconds: float | None = None,
-                 signals: str | Iterable[str] = (), timeout_seconds: float | None = None,
+                 signals: str | Iterable[str] = (), children: bool = False, timeout_seconds: float | None = None,
                  steps: Mapping[str, Any] | None = None) -> None:
-        self.document = suspend_document(until, seconds, signals, timeout_seconds, steps)
+        self.document = suspend_document(until, seconds, signals, timeout_seconds, steps, children)
         super().__init__(_described(self.document))
 
 
@@ -65,7 +65,8 @@ def _seconds(value: Any, name: str) -> float:
 
 
 def suspend_document(until: datetime | None, seconds: float | None, signals: str | Iterable[str],
-                     timeout_seconds: float | None, steps: Mapping[str, Any] | None) -> dict[str, Any]:
+                     timeout_seconds: float | None, steps: Mapping[str, Any] | None,
+                     children: bool = False) -> dict[str, Any]:
     """The `suspend` object of the reply, checked as Jobwire checks it."""
     document: dict[str, Any] = {}
     if until is not None and seconds is not None:
@@ -86,10 +87,14 @@ def suspend_document(until: datetime | None, seconds: float | None, signals: str
         raise ValueError(f"a wait names at most {MAX_WAIT_SIGNALS} signals, not {len(names)}")
     if names:
         document["signals"] = list(dict.fromkeys(names))
+    if not isinstance(children, bool):
+        raise ValueError(f"children is True (wait for every child this execution spawned) or False, not {children!r}")
+    if children:
+        document["children"] = "all"
     if timeout_seconds is not None:
         document["timeout_seconds"] = _seconds(timeout_seconds, "timeout_seconds")
     if not document:
-        raise ValueError("suspend waits for something: until, seconds, signals or timeout_seconds")
+        raise ValueError("suspend waits for something: until, seconds, signals, children or timeout_seconds")
     if steps:
         for name in steps:
             if not isinstance(name, str) or not WAIT_NAME.fullmatch(name):
@@ -102,5 +107,6 @@ def _described(document: Mapping[str, Any]) -> str:
     waits = [f"until {document['until']}" if "until" in document else "",
              f"for {document['seconds']:g} s" if "seconds" in document else "",
              f"for a signal ({', '.join(document['signals'])})" if "signals" in document else "",
+             "for its children" if "children" in document else "",
              f"at most {document['timeout_seconds']:g} s" if "timeout_seconds" in document else ""]
     return "suspended: waits " + ", or ".join(w for w in waits if w)

@@ -29,6 +29,12 @@ class Parent:
     has_result: bool = True
 
 
+# A child this execution spawned (`ctx.spawn`), as a resumption for its children carries it
+# (`job.resume.children`) and `await ctx.children()` pages through them: the same shape as a
+# parent (its `ref` as the parent gave it, its execution, `state`, `result`, `has_result`).
+Child = Parent
+
+
 @dataclass(frozen=True, slots=True)
 class ReceivedSignal:
     """A signal a resumption consumed: its `name`, its `payload` (any JSON value) and when it was
@@ -44,14 +50,17 @@ class Resume:
     """Why a suspended execution was dispatched again (`job.resume`): the resumption's number `n`
     (1 for the first; also the `jobwire-resume` header), its `reason` (`timer`: the `until` or
     `seconds` came; `signal`: a signal the wait named arrived, or was already there; `timeout`:
-    `timeout_seconds` passed first) and the `signals` it consumed, oldest first (every waiting
-    signal of a name the wait named; empty unless the reason is `signal`). `children` is reserved
-    for waits on spawned children (empty)."""
+    `timeout_seconds` passed first; `children`: every child it spawned is terminal) and the
+    `signals` it consumed, oldest first (every waiting signal of a name the wait named; empty
+    unless the reason is `signal`). For a wait on its children (`ctx.suspend(children=True)`),
+    `children` holds every child it spawned by the ref it gave (whatever the reason), with their
+    results while they total at most 256 KiB (else `has_result` False: `await ctx.children()`);
+    empty for other waits."""
 
     n: int
     reason: str
     signals: tuple[ReceivedSignal, ...] = ()
-    children: Mapping[str, Any] = field(default_factory=dict)
+    children: Mapping[str, Child] = field(default_factory=dict)
 
     def signal(self, name: str) -> ReceivedSignal | None:
         """The first signal of `name` this resumption consumed, or None."""
@@ -167,11 +176,13 @@ def _resume(value: Any) -> Resume | None:
     if not isinstance(signals, list) or not all(isinstance(s, dict) and isinstance(s.get("name"), str)
                                                 for s in signals):
         raise NotADispatch("resume.signals is not a list of signals")
-    children = value.get("children")
+    children = value.get("children") or {}
+    if not isinstance(children, dict) or not all(isinstance(c, dict) for c in children.values()):
+        raise NotADispatch("resume.children is not an object of children")
     return Resume(n=n, reason=reason,
                   signals=tuple(ReceivedSignal(name=s["name"], payload=s.get("payload"),
                                                sent_at=_time(s.get("sent_at"))) for s in signals),
-                  children=children if isinstance(children, dict) else {})
+                  children={ref: parent_of(ref, child) for ref, child in children.items()})
 
 
 def _steps(value: Any) -> dict[str, Any]:
@@ -184,7 +195,8 @@ def _steps(value: Any) -> dict[str, Any]:
 
 
 def parent_of(ref: str, document: Mapping[str, Any]) -> Parent:
-    """A parent from the dispatch's `{execution_id, state, result?}`, or a `/parents` item."""
+    """A parent (or a child) from the dispatch's `{execution_id, state, result?}`, or a `/parents`
+    (`/children`) item."""
     return Parent(ref=ref, execution_id=str(document.get("execution_id")), state=str(document.get("state")),
                   result=document.get("result"), has_result="result" in document)
 
