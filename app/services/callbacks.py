@@ -4,7 +4,7 @@ heartbeats, logs, and run-step-once steps."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -133,21 +133,21 @@ class CallbackService:
                       limit: int) -> tuple[list[dict[str, Any]], str | None]:
         """A page of the execution's workflow parents by ref after `after`, with their results
         (what a dispatch leaves out past 256 KiB); the next page's `after`, or None at the end."""
-        attempt = self.authorize(execution_id, token)
-        async with self.db.transaction() as conn:
-            await self._current(conn, execution_id, attempt)
-            rows = await self.workflows.parents_page(conn, execution_id, after, limit + 1)
-        items = [dict(r) for r in rows[:limit]]
-        return items, (items[-1]["ref"] if len(rows) > limit else None)
+        return await self._related(self.workflows.parents_page, execution_id, token, after, limit)
 
     async def children(self, execution_id: UUID, token: str | None, after: str,
                        limit: int) -> tuple[list[dict[str, Any]], str | None]:
         """A page of the children the execution spawned, by the refs it gave after `after`, with
         their results (what a resumed dispatch leaves out past 256 KiB); the next page's `after`."""
+        return await self._related(self.workflows.spawned_page, execution_id, token, after, limit)
+
+    async def _related(self, read: Callable[[Any, UUID, str, int], Awaitable[Sequence[Mapping[str, Any]]]],
+                       execution_id: UUID, token: str | None, after: str,
+                       limit: int) -> tuple[list[dict[str, Any]], str | None]:
         attempt = self.authorize(execution_id, token)
         async with self.db.transaction() as conn:
             await self._current(conn, execution_id, attempt)
-            rows = await self.workflows.spawned_page(conn, execution_id, after, limit + 1)
+            rows = await read(conn, execution_id, after, limit + 1)
         items = [dict(r) for r in rows[:limit]]
         return items, (items[-1]["ref"] if len(rows) > limit else None)
 
