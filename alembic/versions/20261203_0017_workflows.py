@@ -15,6 +15,9 @@
   workflow's end and its event, the children a parent's end settles (a statement that moves no
   job of a workflow looks at its rows once and returns); jobwire_workflow_deletions, and its
   statement trigger, take deleted jobs out of their workflows' counts.
+- jobwire_enqueue gains the workflow arguments (wf, wf_refs, wf_policies, wf_pending, all NULL by
+  default: a call with the jobs alone is the call it was): a workflow's jobs are inserted with
+  their workflow columns and state at once (a new signature: dropped and created again).
 - jobwire_workflow_context: a dispatch's `workflow`; jobwire_claim returns it (a new result column:
   dropped and created again). Whole new texts: 20261203_0017/*.sql.
 
@@ -52,6 +55,10 @@ TRIGGER = (
     "CREATE TRIGGER jobwire_workflow_transitions AFTER UPDATE ON job_executions "
     "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT "
     "EXECUTE FUNCTION jobwire_workflow_transitions()")
+ENQUEUE_BEFORE = "jobwire_enqueue(jsonb)"
+ENQUEUE_AFTER = "jobwire_enqueue(jsonb, uuid, text[], text[], integer[])"
+ENQUEUE_COMMENT = ("COMMENT ON FUNCTION {} IS 'Enqueue a JSON array of jobs in the caller''s transaction, as POST "
+                   "/v1/jobs does; see Jobwire''s README, ''Transactional enqueue''.'")
 DELETIONS_TRIGGER = (
     "CREATE TRIGGER jobwire_workflow_deletions AFTER DELETE ON job_executions "
     "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION jobwire_workflow_deletions()")
@@ -142,7 +149,9 @@ def upgrade() -> None:
     op.create_index("ix_job_signals_execution", "job_signals", ["execution_id", "id"])
     op.execute("CREATE INDEX ix_job_signals_pending ON job_signals (execution_id, name) WHERE consumed_at IS NULL")
     op.execute(f"DROP FUNCTION {CLAIM}")
+    op.execute(f"DROP FUNCTION {ENQUEUE_BEFORE}")
     apply(op.get_bind(), COPIES)
+    op.execute(ENQUEUE_COMMENT.format(ENQUEUE_AFTER))
     op.execute(TRIGGER)
     op.execute(DELETIONS_TRIGGER)
 
@@ -156,6 +165,9 @@ def downgrade() -> None:
     op.execute("DROP FUNCTION jobwire_resume_context(uuid, integer)")
     op.execute("DROP FUNCTION jobwire_workflow_transitions()")
     apply(op.get_bind(), CLAIM_BEFORE, only=frozenset({"jobwire_claim"}))
+    op.execute(f"DROP FUNCTION {ENQUEUE_AFTER}")
+    apply(op.get_bind(), CLAIM_BEFORE, only=frozenset({"jobwire_enqueue"}))
+    op.execute(ENQUEUE_COMMENT.format(ENQUEUE_BEFORE))
     op.drop_table("job_signals")
     op.drop_table("job_waits")
     op.drop_table("job_dependencies")

@@ -142,8 +142,8 @@ async def assert_each_child_enqueued_once(db: Database, ids: dict[str, UUID], n:
     found = await rows(db, children)
     assert {(r["state"], r["pending_parents"]) for r in found.values()} == {("ENQUEUED", 0)}
     for child in children:
-        # Inserted, waiting, then enqueued by exactly one of its parents' transitions.
-        assert await new_states(db, child) == ["ENQUEUED", "WAITING", "ENQUEUED"], found[child]["workflow_ref"]
+        # Inserted waiting, then enqueued by exactly one of its parents' transitions.
+        assert await new_states(db, child) == ["WAITING", "ENQUEUED"], found[child]["workflow_ref"]
 
 
 # --- two parents of one child at once -------------------------------------------------------
@@ -234,11 +234,11 @@ async def test_one_parent_failing_while_the_other_succeeds_settles_the_child_onc
         row = (await rows(db, [child]))[child]
         if i % 2:
             assert (row["state"], row["error_type"]) == ("ENQUEUED", None)
-            assert await new_states(db, child) == ["ENQUEUED", "WAITING", "ENQUEUED"]
+            assert await new_states(db, child) == ["WAITING", "ENQUEUED"]
         else:
             assert (row["state"], row["error_type"]) == ("CANCELLED", "dependency_failed")
             assert row["last_error"] == f"dependency l{i:02d} (execution {ids[f'l{i:02d}']}) ended DEAD_LETTER"
-            assert await new_states(db, child) == ["ENQUEUED", "WAITING", "CANCELLED"]
+            assert await new_states(db, child) == ["WAITING", "CANCELLED"]
             assert await scalar(db, "SELECT count(*) FROM job_events WHERE execution_id = :id "
                                     "AND type = 'execution.cancelled'", id=child) == 1
     await assert_settled(db)
