@@ -5,6 +5,9 @@
 - job_executions gains `workflow_id`, `workflow_ref` (unique in its workflow), `on_dependency_failure`
   and `pending_parents`; its state may be WAITING (never claimed).
 - job_dependencies: the edges (parent, child).
+- job_workflow_deltas: count moves of a workflow's jobs that change no terminal-ness and touch no
+  WAITING job (claims), appended without the workflow's row lock; read beside its counts, folded
+  into them by the next transition that takes the lock.
 - job_executions gains `suspensions` and `wake_at` (a handler's suspend: WAITING until a time, a
   signal or a timeout); job_waits holds each suspended execution's wait, job_signals the signals
   sent to executions (a durable mailbox). ix_job_executions_wake finds the waits whose time came,
@@ -118,6 +121,13 @@ def upgrade() -> None:
     )
     op.create_index("ix_job_dependencies_child", "job_dependencies", ["child_id", "parent_id"])
     op.create_table(
+        "job_workflow_deltas",
+        sa.Column("workflow_id", postgresql.UUID(as_uuid=True), nullable=False),
+        sa.Column("state", sa.Text(), nullable=False),
+        sa.Column("n", sa.Integer(), nullable=False),
+    )
+    op.create_index("ix_job_workflow_deltas_workflow", "job_workflow_deltas", ["workflow_id"])
+    op.create_table(
         "job_waits",
         sa.Column("execution_id", postgresql.UUID(as_uuid=True), nullable=False),
         sa.Column("n", sa.Integer(), nullable=False),
@@ -171,6 +181,7 @@ def downgrade() -> None:
     op.drop_table("job_signals")
     op.drop_table("job_waits")
     op.drop_table("job_dependencies")
+    op.drop_table("job_workflow_deltas")
     op.drop_constraint("ck_job_executions_state", "job_executions")
     op.execute(f"ALTER TABLE job_executions ADD CONSTRAINT ck_job_executions_state CHECK (state IN ({STATES_BEFORE}))")
     op.execute("DROP INDEX uq_job_executions_workflow_ref")

@@ -56,7 +56,12 @@ WHERE e.on_dependency_failure = 'cancel' AND e.state IN ('WAITING', 'ENQUEUED') 
 UNION ALL
 SELECT 'the workflow''s counts, jobs, unfinished or state are not its jobs''', CAST(w.id AS text)
 FROM job_workflows w
-WHERE (SELECT COALESCE(jsonb_object_agg(c.key, c.value), '{}') FROM jsonb_each(w.counts) c WHERE c.value <> '0')
+WHERE (SELECT COALESCE(jsonb_object_agg(k.state, k.n), '{}')
+        FROM (SELECT y.state, sum(y.n) AS n
+              FROM (SELECT c.key AS state, CAST(c.value AS int) AS n FROM jsonb_each_text(w.counts) c
+                    UNION ALL  -- the moves appended beside the row, not folded in yet
+                    SELECT d.state, d.n FROM job_workflow_deltas d WHERE d.workflow_id = w.id) AS y
+              GROUP BY y.state HAVING sum(y.n) <> 0) AS k)
       <> (SELECT COALESCE(jsonb_object_agg(x.state, x.n), '{}')
           FROM (SELECT e.state, count(*) AS n FROM job_executions e WHERE e.workflow_id = w.id GROUP BY e.state) x)
    OR w.jobs <> (SELECT count(*) FROM job_executions e WHERE e.workflow_id = w.id)

@@ -2,10 +2,18 @@
 -- job_executions), parsed once by app/db/queries.py. The transitions of a workflow's jobs keep it
 -- (counts, end, children) through jobwire_workflow_transitions, the trigger; these statements
 -- make, link and steer workflows. Lock order everywhere: a workflow's jobs before its row, as the
--- trigger takes them.
+-- trigger takes them. A workflow's counts (workflow_columns) are its row's plus the moves appended
+-- beside it in job_workflow_deltas and not folded into the row yet.
 
 -- fragment: workflow_columns
-w.id, w.name, w.metadata, w.state, w.counts, w.jobs, w.created_at, w.updated_at, w.completed_at
+w.id, w.name, w.metadata, w.state,
+(SELECT COALESCE(jsonb_object_agg(c.state, c.n), '{}')
+ FROM (SELECT k.state, sum(k.n) AS n
+       FROM (SELECT j.key AS state, CAST(j.value AS int) AS n FROM jsonb_each_text(w.counts) AS j
+             UNION ALL
+             SELECT x.state, x.n FROM job_workflow_deltas x WHERE x.workflow_id = w.id) AS k
+       GROUP BY k.state) AS c) AS counts,
+w.jobs, w.created_at, w.updated_at, w.completed_at
 
 -- fragment: terminal
 ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')

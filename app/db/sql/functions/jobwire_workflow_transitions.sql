@@ -3,7 +3,10 @@
 -- statement's rows before (old_rows) and after (new_rows). A statement that moves no job of a
 -- workflow (every statement of a job outside workflows) looks at its rows once and returns. For
 -- the jobs of workflows whose state it changed, set-based, once per statement:
--- 1. each workflow's counts by state, its unfinished jobs (not SUCCEEDED, DEAD_LETTER or
+-- 0. moves that change no job's terminal-ness and touch no WAITING job (claims, ENQUEUED →
+--    PROCESSING, and the like) take no lock: their net count per workflow and state is appended
+--    to job_workflow_deltas (readers add it to the row's counts), and the statement is done;
+-- 1. each workflow's counts by state (the deltas appended so far folded in), its unfinished jobs (not SUCCEEDED, DEAD_LETTER or
 --    CANCELLED) and those a user cancelled (one update per workflow, their rows locked in id
 --    order); a workflow ends when none is unfinished (CANCELLED when a user cancelled one, FAILED
 --    when one was dead-lettered or cancelled by a failed dependency, else SUCCEEDED) with its event
@@ -39,6 +42,7 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM new_rows n WHERE n.workflow_id IS NOT NULL) THEN
         RETURN NULL;
     END IF;
+    IF (SELECT count(*) FROM new_rows) > 64 THEN
     EXECUTE $moved$
         SELECT array_agg(n.id ORDER BY n.id), array_agg(n.workflow_id ORDER BY n.id),
                array_agg(n.workflow_ref ORDER BY n.id), array_agg(o.state ORDER BY n.id),
@@ -50,6 +54,18 @@ BEGIN
         FROM new_rows n JOIN old_rows o ON o.id = n.id
         WHERE o.workflow_id IS NOT NULL AND o.state IS DISTINCT FROM n.state
     $moved$ INTO ids, workflows, refs, was, now_state, by_user;
+    ELSE
+        SELECT array_agg(n.id ORDER BY n.id), array_agg(n.workflow_id ORDER BY n.id),
+               array_agg(n.workflow_ref ORDER BY n.id), array_agg(o.state ORDER BY n.id),
+               array_agg(n.state ORDER BY n.id),
+               array_agg(CASE WHEN n.state = 'CANCELLED' AND n.error_type IS DISTINCT FROM 'dependency_failed'
+                              THEN 1 ELSE 0 END
+                         - CASE WHEN o.state = 'CANCELLED' AND o.error_type IS DISTINCT FROM 'dependency_failed'
+                                THEN 1 ELSE 0 END ORDER BY n.id)
+        INTO ids, workflows, refs, was, now_state, by_user
+        FROM new_rows n JOIN old_rows o ON o.id = n.id
+        WHERE o.workflow_id IS NOT NULL AND o.state IS DISTINCT FROM n.state;
+    END IF;
     IF ids IS NULL THEN
         RETURN NULL;
     END IF;
@@ -58,6 +74,18 @@ BEGIN
                     WHERE (m.was IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
                           <> (m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')));
 
+    -- 0. No end, no WAITING: the counts' moves appended, no row lock (a claim is this).
+    IF NOT ends AND NOT EXISTS (SELECT 1 FROM unnest(was, now_state) AS m(was, now)
+                                WHERE m.was = 'WAITING' OR m.now = 'WAITING') THEN
+        INSERT INTO job_workflow_deltas (workflow_id, state, n)
+        SELECT m.workflow_id, s.state, sum(s.d)
+        FROM unnest(workflows, was, now_state) AS m(workflow_id, was, now),
+             LATERAL (VALUES (m.was, -1), (m.now, 1)) AS s(state, d)
+        GROUP BY m.workflow_id, s.state
+        HAVING sum(s.d) <> 0;
+        RETURN NULL;
+    END IF;
+
     -- 1. The workflows, locked in id order, counted, ended or running again.
     PERFORM 1 FROM job_workflows w WHERE w.id = ANY(touched) ORDER BY w.id FOR NO KEY UPDATE;
     WITH moved AS (
@@ -65,11 +93,17 @@ BEGIN
                m.was IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED') AS was_done,
                m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED') AS is_done, m.by_user
         FROM unnest(workflows, was, now_state, by_user) AS m(workflow_id, was, now, by_user)
+    ), folded AS (  -- the moves step 0 appended, folded into the row under its lock
+        DELETE FROM job_workflow_deltas f WHERE f.workflow_id = ANY(touched)
+        RETURNING f.workflow_id, f.state, f.n
     ), deltas AS (
         SELECT x.workflow_id, jsonb_object_agg(x.state, x.d) AS d
-        FROM (SELECT m.workflow_id, s.state, sum(s.d) AS d
-              FROM moved m, LATERAL (VALUES (m.was, -1), (m.now, 1)) AS s(state, d)
-              GROUP BY m.workflow_id, s.state) AS x
+        FROM (SELECT y.workflow_id, y.state, sum(y.d) AS d
+              FROM (SELECT m.workflow_id, s.state, s.d
+                    FROM moved m, LATERAL (VALUES (m.was, -1), (m.now, 1)) AS s(state, d)
+                    UNION ALL
+                    SELECT f.workflow_id, f.state, f.n FROM folded f) AS y
+              GROUP BY y.workflow_id, y.state) AS x
         GROUP BY x.workflow_id
     ), per AS (
         SELECT m.workflow_id,
