@@ -38,6 +38,8 @@ DECLARE
     touched uuid[];
     ends boolean;  -- a job became terminal, or stopped being terminal
     released int;
+    children uuid[];  -- the WAITING children whose parents' ends moved, and by how many (child_ends)
+    child_ends jsonb;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM new_rows n WHERE n.workflow_id IS NOT NULL) THEN
         RETURN NULL;
@@ -151,12 +153,12 @@ BEGIN
         JOIN job_dependencies d ON d.parent_id = m.id
         JOIN job_executions c ON c.id = d.child_id
         WHERE m.now IN ('DEAD_LETTER', 'CANCELLED') AND m.was NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')
-          AND c.state = 'WAITING' AND c.on_dependency_failure = 'cancel' AND c.pending_parents IS NOT NULL
+          AND c.state || '' = 'WAITING' AND c.on_dependency_failure = 'cancel' AND c.pending_parents IS NOT NULL
         UNION
         SELECT c.id, c.workflow_ref, x.ref, x.id, 'CANCELLED'
         FROM doomed x JOIN job_dependencies d ON d.parent_id = x.id
         JOIN job_executions c ON c.id = d.child_id
-        WHERE c.state = 'WAITING' AND c.on_dependency_failure = 'cancel' AND c.pending_parents IS NOT NULL
+        WHERE c.state || '' = 'WAITING' AND c.on_dependency_failure = 'cancel' AND c.pending_parents IS NOT NULL
     ), u AS (
         UPDATE job_executions e
         SET state = 'CANCELLED', completed_at = now(), updated_at = now(), locked_by = NULL,
@@ -177,22 +179,27 @@ BEGIN
            'execution.cancelled'
     FROM u ORDER BY u.id;
     -- Each WAITING child (waiting for parents: pending_parents set) counts its parents that ended,
-    -- and again those that stopped being terminal.
-    WITH ends AS (
-        SELECT d.child_id, sum(CASE WHEN m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED') THEN 1 ELSE -1 END) AS n
-        FROM unnest(ids, was, now_state) AS m(id, was, now)
-        JOIN job_dependencies d ON d.parent_id = m.id
-        WHERE (m.was IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')) <> (m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
-        GROUP BY d.child_id
-    ), u AS (
+    -- and again those that stopped being terminal: the children and their counts first, then the
+    -- children by id alone, no join (told by the statistics that there were few WAITING rows, the
+    -- planner scanned them and joined each with the counts: quadratic in the children).
+    SELECT array_agg(x.child_id ORDER BY x.child_id), jsonb_object_agg(x.child_id, x.n)
+    INTO children, child_ends
+    FROM (SELECT d.child_id,
+                 sum(CASE WHEN m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED') THEN 1 ELSE -1 END) AS n
+          FROM unnest(ids, was, now_state) AS m(id, was, now)
+          JOIN job_dependencies d ON d.parent_id = m.id
+          WHERE (m.was IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
+                <> (m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
+          GROUP BY d.child_id) AS x;
+    WITH u AS (
         UPDATE job_executions e
-        SET pending_parents = e.pending_parents - x.n,
-            state = CASE WHEN e.pending_parents - x.n <= 0 THEN 'ENQUEUED' ELSE 'WAITING' END,
-            scheduled_at = CASE WHEN e.pending_parents - x.n <= 0 THEN GREATEST(e.scheduled_at, now())
-                                ELSE e.scheduled_at END,
+        SET pending_parents = e.pending_parents - CAST(child_ends->>CAST(e.id AS text) AS int),
+            state = CASE WHEN e.pending_parents - CAST(child_ends->>CAST(e.id AS text) AS int) <= 0
+                         THEN 'ENQUEUED' ELSE 'WAITING' END,
+            scheduled_at = CASE WHEN e.pending_parents - CAST(child_ends->>CAST(e.id AS text) AS int) <= 0
+                                THEN GREATEST(e.scheduled_at, now()) ELSE e.scheduled_at END,
             updated_at = now()
-        FROM ends x
-        WHERE e.id = x.child_id AND e.state = 'WAITING' AND e.pending_parents IS NOT NULL
+        WHERE e.id = ANY(children) AND e.state || '' = 'WAITING' AND e.pending_parents IS NOT NULL
         RETURNING e.*
     ), ev AS (
         INSERT INTO job_events (execution_id, event)
