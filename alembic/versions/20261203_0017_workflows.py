@@ -122,9 +122,11 @@ def upgrade() -> None:
     op.create_index("ix_job_dependencies_child", "job_dependencies", ["child_id", "parent_id"])
     op.create_table(
         "job_workflow_deltas",
+        sa.Column("id", sa.BigInteger(), sa.Identity(always=False), nullable=False),
         sa.Column("workflow_id", postgresql.UUID(as_uuid=True), nullable=False),
         sa.Column("state", sa.Text(), nullable=False),
         sa.Column("n", sa.Integer(), nullable=False),
+        sa.PrimaryKeyConstraint("id", name="pk_job_workflow_deltas"),
     )
     op.create_index("ix_job_workflow_deltas_workflow", "job_workflow_deltas", ["workflow_id"])
     op.create_table(

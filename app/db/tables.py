@@ -192,6 +192,7 @@ Index("uq_job_workflows_idempotency_key", job_workflows.c.idempotency_key, uniqu
 job_workflow_deltas = Table(
     "job_workflow_deltas",
     metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),  # a key for replication, nothing reads it
     Column("workflow_id", UUID(as_uuid=True), nullable=False),
     Column("state", Text, nullable=False),
     Column("n", Integer, nullable=False),
