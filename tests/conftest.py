@@ -42,7 +42,8 @@ hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 TABLES = ("job_logs", "job_steps", "job_events", "job_executions", "job_schedule_fires", "job_schedules",
           "job_handler_secrets", "job_keys", "job_handler_flow", "job_debounce", "job_handlers", "job_queues",
           "job_server_heartbeats", "job_api_keys", "job_event_deliveries", "job_subscription_secrets",
-          "job_subscriptions", "job_dependencies", "job_signals", "job_waits", "job_workflows")
+          "job_subscriptions", "job_dependencies", "job_signals", "job_waits", "job_workflow_deltas",
+          "job_workflows")
 
 
 def free_port() -> int:

@@ -5,6 +5,9 @@
 - job_executions gains `workflow_id`, `workflow_ref` (unique in its workflow), `on_dependency_failure`
   and `pending_parents`; its state may be WAITING (never claimed).
 - job_dependencies: the edges (parent, child).
+- job_workflow_deltas: count moves of a workflow's jobs that change no terminal-ness and touch no
+  WAITING job (claims), appended without the workflow's row lock; read beside its counts, folded
+  into them by the next transition that takes the lock.
 - job_executions gains `suspensions` and `wake_at` (a handler's suspend: WAITING until a time, a
   signal or a timeout); job_waits holds each suspended execution's wait, job_signals the signals
   sent to executions (a durable mailbox). ix_job_executions_wake finds the waits whose time came,
@@ -17,6 +20,9 @@
   workflow's end and its event, the children a parent's end settles (a statement that moves no
   job of a workflow looks at its rows once and returns); jobwire_workflow_deletions, and its
   statement trigger, take deleted jobs out of their workflows' counts.
+- jobwire_enqueue gains the workflow arguments (wf, wf_refs, wf_policies, wf_pending, wf_spawned_by, all NULL by
+  default: a call with the jobs alone is the call it was): a workflow's jobs are inserted with
+  their workflow columns and state at once (a new signature: dropped and created again).
 - jobwire_workflow_context: a dispatch's `workflow`; jobwire_claim returns it (a new result column:
   dropped and created again). Whole new texts: 20261203_0017/*.sql.
 
@@ -54,6 +60,10 @@ TRIGGER = (
     "CREATE TRIGGER jobwire_workflow_transitions AFTER UPDATE ON job_executions "
     "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT "
     "EXECUTE FUNCTION jobwire_workflow_transitions()")
+ENQUEUE_BEFORE = "jobwire_enqueue(jsonb)"
+ENQUEUE_AFTER = "jobwire_enqueue(jsonb, uuid, text[], text[], integer[], uuid)"
+ENQUEUE_COMMENT = ("COMMENT ON FUNCTION {} IS 'Enqueue a JSON array of jobs in the caller''s transaction, as POST "
+                   "/v1/jobs does; see Jobwire''s README, ''Transactional enqueue''.'")
 DELETIONS_TRIGGER = (
     "CREATE TRIGGER jobwire_workflow_deletions AFTER DELETE ON job_executions "
     "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION jobwire_workflow_deletions()")
@@ -115,6 +125,15 @@ def upgrade() -> None:
     )
     op.create_index("ix_job_dependencies_child", "job_dependencies", ["child_id", "parent_id"])
     op.create_table(
+        "job_workflow_deltas",
+        sa.Column("id", sa.BigInteger(), sa.Identity(always=False), nullable=False),
+        sa.Column("workflow_id", postgresql.UUID(as_uuid=True), nullable=False),
+        sa.Column("state", sa.Text(), nullable=False),
+        sa.Column("n", sa.Integer(), nullable=False),
+        sa.PrimaryKeyConstraint("id", name="pk_job_workflow_deltas"),
+    )
+    op.create_index("ix_job_workflow_deltas_workflow", "job_workflow_deltas", ["workflow_id"])
+    op.create_table(
         "job_waits",
         sa.Column("execution_id", postgresql.UUID(as_uuid=True), nullable=False),
         sa.Column("n", sa.Integer(), nullable=False),
@@ -147,7 +166,9 @@ def upgrade() -> None:
     op.create_index("ix_job_signals_execution", "job_signals", ["execution_id", "id"])
     op.execute("CREATE INDEX ix_job_signals_pending ON job_signals (execution_id, name) WHERE consumed_at IS NULL")
     op.execute(f"DROP FUNCTION {CLAIM}")
+    op.execute(f"DROP FUNCTION {ENQUEUE_BEFORE}")
     apply(op.get_bind(), COPIES)
+    op.execute(ENQUEUE_COMMENT.format(ENQUEUE_AFTER))
     op.execute(TRIGGER)
     op.execute(DELETIONS_TRIGGER)
 
@@ -161,9 +182,13 @@ def downgrade() -> None:
     op.execute("DROP FUNCTION jobwire_resume_context(uuid, integer)")
     op.execute("DROP FUNCTION jobwire_workflow_transitions()")
     apply(op.get_bind(), CLAIM_BEFORE, only=frozenset({"jobwire_claim"}))
+    op.execute(f"DROP FUNCTION {ENQUEUE_AFTER}")
+    apply(op.get_bind(), CLAIM_BEFORE, only=frozenset({"jobwire_enqueue"}))
+    op.execute(ENQUEUE_COMMENT.format(ENQUEUE_BEFORE))
     op.drop_table("job_signals")
     op.drop_table("job_waits")
     op.drop_table("job_dependencies")
+    op.drop_table("job_workflow_deltas")
     op.drop_constraint("ck_job_executions_state", "job_executions")
     op.execute(f"ALTER TABLE job_executions ADD CONSTRAINT ck_job_executions_state CHECK (state IN ({STATES_BEFORE}))")
     op.execute("DROP INDEX uq_job_executions_workflow_ref")

@@ -22,8 +22,9 @@ log = logging.getLogger(__name__)
 
 # The comments on functions that the revisions leave at head.
 FUNCTION_COMMENTS = {
-    "jobwire_enqueue(jsonb)": "Enqueue a JSON array of jobs in the caller's transaction, as POST /v1/jobs does; "
-                              "see Jobwire's README, 'Transactional enqueue'.",
+    "jobwire_enqueue(jsonb, uuid, text[], text[], integer[], uuid)":
+        "Enqueue a JSON array of jobs in the caller's transaction, as POST /v1/jobs does; "
+        "see Jobwire's README, 'Transactional enqueue'.",
     "jobwire_uuid7()": "A UUID version 7 (time-ordered) for new executions; see revision 20261130_0008.",
 }
 

@@ -189,6 +189,21 @@ Index("ix_job_workflows_name", job_workflows.c.name, job_workflows.c.created_at.
 Index("uq_job_workflows_idempotency_key", job_workflows.c.idempotency_key, unique=True,
       postgresql_where=text("idempotency_key IS NOT NULL"))
 
+# Revision 20261203_0017: moves of a workflow's jobs that change no job's terminal-ness and touch no
+# WAITING job (claims: ENQUEUED → PROCESSING, retries' FAILED → ENQUEUED, …), appended by the
+# transitions without the workflow's row lock (one row per workflow and state a statement moved,
+# n the net change). A workflow's counts are its row's plus these; the next transition that takes
+# the row's lock folds them into the row (deletes them).
+job_workflow_deltas = Table(
+    "job_workflow_deltas",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),  # a key for replication, nothing reads it
+    Column("workflow_id", UUID(as_uuid=True), nullable=False),
+    Column("state", Text, nullable=False),
+    Column("n", Integer, nullable=False),
+)
+Index("ix_job_workflow_deltas_workflow", job_workflow_deltas.c.workflow_id)
+
 # A workflow's edges: the child waits for the parent. By parent through the primary key (the
 # children a parent's end settles), by child through ix_job_dependencies_child (its parents: GET
 # …/jobs' depends_on, the blockers, the dispatch's `workflow.parents`).

@@ -10,7 +10,8 @@ from uuid import UUID
 from app.db.database import Connection
 from app.db.queries import fragment, load
 from app.db.rows import execution_from
-from app.db.statements import fetch, fetchrow, fetchval, json_param
+from app.db.executions import job_document
+from app.db.statements import execute, fetch, fetchrow, fetchval, json_param
 from app.domain import states
 from app.domain.executions import Execution
 from app.domain.workflows import (
@@ -21,7 +22,6 @@ from app.domain.workflows import (
     WorkflowJob,
     WorkflowJobRow,
     WorkflowState,
-    edges_of,
 )
 
 Q = load("workflows.sql", cancel_selected=fragment("executions.sql", "cancel_selected"))
@@ -57,22 +57,30 @@ class WorkflowRepository:
         row = await fetchrow(conn, Q["workflow_get"], id=workflow_id)
         return None if row is None else workflow_from(row)
 
-    async def share_parents(self, conn: Connection, workflow_id: UUID, refs: Sequence[str]) -> None:
-        await fetch(conn, Q["workflow_parents_share"], workflow=workflow_id, refs=list(refs))
+    async def share_parents(self, conn: Connection, workflow_id: UUID,
+                            refs: Sequence[str]) -> dict[str, tuple[UUID, str]]:
+        """The jobs `refs` of the workflow, share-locked until commit: (id, state) by ref."""
+        rows = await fetch(conn, Q["workflow_parents_share"], workflow=workflow_id, refs=list(refs))
+        return {r["ref"]: (r["id"], r["state"]) for r in rows}
 
     async def lock(self, conn: Connection, workflow_id: UUID) -> Workflow | None:
         row = await fetchrow(conn, Q["workflow_lock"], id=workflow_id)
         return None if row is None else workflow_from(row)
 
-    async def link(self, conn: Connection, workflow_id: UUID, ids: Sequence[UUID],
-                   jobs: Sequence[WorkflowJob], spawned_by: UUID | None = None) -> dict[str, int]:
-        """The inserted executions `ids` (one per job) join the workflow with their edges (and
-        their parent, when a handler spawned them); per state (WAITING or ENQUEUED) how many."""
-        parents, children = edges_of(jobs)
-        rows = await fetch(conn, Q["workflow_link"], workflow=workflow_id, ids=list(ids),
-                           refs=[j.ref for j in jobs], policies=[j.on_dependency_failure.value for j in jobs],
-                           edge_parents=parents, edge_children=children, spawned_by=spawned_by)
-        return {r["state"]: r["n"] for r in rows}
+    async def enqueue(self, conn: Connection, workflow_id: UUID, jobs: Sequence[WorkflowJob],
+                      pending: Sequence[int | None], spawned_by: UUID | None = None) -> list[tuple[UUID, str, bool]]:
+        """Inserts `jobs` into the workflow through jobwire_enqueue, each with parents (`pending`
+        not None) WAITING for that many (and their parent, when a handler spawned them); per job
+        (id, state, created)."""
+        rows = await fetch(conn, Q["workflow_enqueue"], jobs=json_param([job_document(j.job) for j in jobs]),
+                           workflow=workflow_id, refs=[j.ref for j in jobs],
+                           policies=[j.on_dependency_failure.value for j in jobs], pending=list(pending),
+                           spawned_by=spawned_by)
+        return [(r["id"], r["state"], bool(r["created"])) for r in rows]
+
+    async def add_edges(self, conn: Connection, parents: Sequence[UUID], children: Sequence[UUID]) -> None:
+        if parents:
+            await execute(conn, Q["workflow_edges"], parents=list(parents), children=list(children))
 
     async def account(self, conn: Connection, workflow_id: UUID, added: Mapping[str, int],
                       max_jobs: int) -> Workflow | None:

@@ -5,7 +5,8 @@ workflow going (app/db/sql/functions/jobwire_workflow_transitions.sql)."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -18,6 +19,7 @@ from app.domain.access import may_use, require_queue
 from app.domain.errors import Conflict, FieldError, NotFound, PayloadTooLarge, StaleAttempt, ValidationFailed
 from app.domain.workflows import (
     MAX_JOBS,
+    SETTLED,
     NewWorkflow,
     SpawnParent,
     Workflow,
@@ -126,17 +128,35 @@ class WorkflowService:
         return Made(workflow, items, created=False)
 
     async def _add(self, conn: Connection, workflow_id: UUID, jobs: Sequence[WorkflowJob],
+                   known: Mapping[str, tuple[UUID, str]] | None = None,
                    spawned_by: UUID | None = None) -> tuple[list[WorkflowItem], Workflow]:
-        """Inserts `jobs` through jobwire_enqueue (its checks, defaults and events), links them into
-        the workflow, counts them in and settles those whose parents are settled already."""
-        inserted = await self.executions.enqueue(conn, [j.job for j in jobs])
+        """Inserts `jobs` into the workflow through jobwire_enqueue (its checks, defaults and events),
+        each with parents WAITING for those unfinished, with their edges (and their parent, when a
+        handler spawned them); counts them in and settles those whose parents already in the
+        workflow (`known`: share-locked, (id, state) by ref) are settled."""
+        known = dict(known or {})
+        missing = sorted({p for j in jobs for p in j.depends_on} - {j.ref for j in jobs} - set(known))
+        if missing:  # parents in the workflow a caller did not lock yet
+            known.update(await self.workflows.share_parents(conn, workflow_id, missing))
+        pending: list[int | None] = [
+            sum(1 for p in j.depends_on if p not in known or known[p][1] not in SETTLED) if j.depends_on else None
+            for j in jobs]
+        inserted = await self.workflows.enqueue(conn, workflow_id, jobs, pending, spawned_by)
         reused = [FieldError(f"jobs[{i}].idempotency_key", "names an execution stored before: a workflow's jobs are "
                                                            "new ones")
-                  for i, (_, created) in enumerate(inserted) if not created]
+                  for i, (_, _, created) in enumerate(inserted) if not created]
         if reused:
             raise ValidationFailed(reused)
-        ids = [e.id for e, _ in inserted]
-        added = await self.workflows.link(conn, workflow_id, ids, jobs, spawned_by)
+        ids = [i for i, _, _ in inserted]
+        by_ref = {j.ref: i for j, i in zip(jobs, ids, strict=True)}
+        parents: list[UUID] = []
+        children: list[UUID] = []
+        for j, child in zip(jobs, ids, strict=True):
+            for p in j.depends_on:
+                parents.append(by_ref[p] if p in by_ref else known[p][0])
+                children.append(child)
+        await self.workflows.add_edges(conn, parents, children)
+        added = Counter(state for _, state, _ in inserted)
         workflow = await self.workflows.account(conn, workflow_id, added, MAX_JOBS)
         if workflow is None:
             current = await self.workflows.get(conn, workflow_id)
@@ -145,9 +165,15 @@ class WorkflowService:
                                                            f"{current.jobs}")])
             raise Conflict(f"workflow {workflow_id} is finished ({current.state if current else 'gone'}): "
                            "jobs are added to a RUNNING workflow only")
-        due = await self.workflows.settle(conn, workflow_id, ids)
+        # Only a job with a parent settled before this call can be settled now (the new ones are not).
+        settling = [i for j, i in zip(jobs, ids, strict=True)
+                    if any(p in known and known[p][1] in SETTLED for p in j.depends_on)]
+        due = await self.workflows.settle(conn, workflow_id, settling) if settling else 0
         if due or added.get("ENQUEUED"):
             await self.executions.notify(conn, self.db.notify_channel)
+        if not settling:
+            items = [WorkflowItem(j.ref, i, state) for j, (i, state, _) in zip(jobs, inserted, strict=True)]
+            return items, workflow
         items = await self.workflows.items(conn, ids)
         workflow = await self.workflows.get(conn, workflow_id) or workflow
         return items, workflow
@@ -158,7 +184,8 @@ class WorkflowService:
         async def once() -> tuple[Workflow, list[WorkflowItem]]:
             async with self.db.transaction() as conn:
                 # The parents first, then the workflow's row: the order a parent's end takes them.
-                await self.workflows.share_parents(conn, workflow_id, sorted({p for j in jobs for p in j.depends_on}))
+                known_parents = await self.workflows.share_parents(
+                    conn, workflow_id, sorted({p for j in jobs for p in j.depends_on}))
                 workflow = await self.workflows.lock(conn, workflow_id)
                 if workflow is None or not await self._visible(conn, workflow_id, queues):
                     raise NotFound("workflow", workflow_id)
@@ -168,7 +195,7 @@ class WorkflowService:
                 refs = {j.ref for j in jobs} | {p for j in jobs for p in j.depends_on}
                 known = await self.workflows.known_refs(conn, workflow_id, sorted(refs))
                 self._check_jobs(jobs, queues, known)
-                items, workflow = await self._add(conn, workflow_id, jobs)
+                items, workflow = await self._add(conn, workflow_id, jobs, known_parents)
                 return workflow, items
         return await retry_contention(once)
 

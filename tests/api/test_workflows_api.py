@@ -100,8 +100,12 @@ LEFT JOIN LATERAL (
            COALESCE(jsonb_object_agg(e.state, e.n), '{}') AS counts
     FROM (SELECT x.state, count(*) AS n FROM job_executions x WHERE x.workflow_id = w.id GROUP BY x.state) AS e
 ) AS a ON true
-WHERE (SELECT COALESCE(jsonb_object_agg(c.key, c.value), '{}') FROM jsonb_each(w.counts) c
-       WHERE c.value <> '0') <> a.counts
+WHERE (SELECT COALESCE(jsonb_object_agg(k.state, k.n), '{}')
+        FROM (SELECT y.state, sum(y.n) AS n
+              FROM (SELECT c.key AS state, CAST(c.value AS int) AS n FROM jsonb_each_text(w.counts) c
+                    UNION ALL  -- the moves appended beside the row, not folded in yet
+                    SELECT d.state, d.n FROM job_workflow_deltas d WHERE d.workflow_id = w.id) AS y
+              GROUP BY y.state HAVING sum(y.n) <> 0) AS k) <> a.counts
    OR w.jobs <> (SELECT count(*) FROM job_executions x WHERE x.workflow_id = w.id)
    OR w.unfinished <> (SELECT count(*) FROM job_executions x WHERE x.workflow_id = w.id
                        AND x.state NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))

@@ -43,7 +43,12 @@ WHERE c.state = 'WAITING' AND NOT EXISTS (
 
 # Each workflow's kept counts beside the real counts of its jobs, in one snapshot.
 COUNTS = """
-SELECT w.id::text, w.state, w.counts::text AS kept,
+SELECT w.id::text, w.state, (SELECT COALESCE(jsonb_object_agg(k.state, k.n), '{}'::jsonb)
+        FROM (SELECT y.state, sum(y.n) AS n
+              FROM (SELECT c.key AS state, CAST(c.value AS int) AS n FROM jsonb_each_text(w.counts) c
+                    UNION ALL  -- the moves appended beside the row, not folded in yet
+                    SELECT d.state, d.n FROM job_workflow_deltas d WHERE d.workflow_id = w.id) AS y
+              GROUP BY y.state HAVING sum(y.n) <> 0) AS k)::text AS kept,
        (SELECT COALESCE(jsonb_object_agg(s.state, s.n), '{}'::jsonb)::text
         FROM (SELECT e.state, count(*) AS n FROM job_executions e WHERE e.workflow_id = w.id GROUP BY e.state) s)
        AS real

@@ -480,8 +480,8 @@ async def test_a_suspended_job_of_a_workflow_is_counted_waiting_and_holds_its_ch
     await succeed(db, c.id, c.attempt)
     done = await service.get(workflow_id)
     assert (done.state.value, dict(done.counts)) == ("SUCCEEDED", {"SUCCEEDED": 3})
-    # Inserted, waiting for a; enqueued by a's success; suspended; resumed; succeeded.
-    assert await new_states(db, ids["b"]) == ["ENQUEUED", "WAITING", "ENQUEUED", "PROCESSING", "WAITING", "ENQUEUED",
+    # Inserted waiting for a; enqueued by a's success; suspended; resumed; succeeded.
+    assert await new_states(db, ids["b"]) == ["WAITING", "ENQUEUED", "PROCESSING", "WAITING", "ENQUEUED",
                                               "PROCESSING", "SUCCEEDED"]
 
 

@@ -4,9 +4,11 @@
 -- through them). NULL for a job outside workflows. jobwire_claim calls it for the jobs it claims.
 CREATE OR REPLACE FUNCTION jobwire_workflow_context(execution uuid)
 RETURNS jsonb
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $function$
+BEGIN
+    RETURN (
 WITH job AS (
     SELECT e.id, e.workflow_id, e.workflow_ref FROM job_executions e
     WHERE e.id = execution AND e.workflow_id IS NOT NULL
@@ -25,4 +27,6 @@ SELECT jsonb_build_object(
                                                           ELSE CAST('{}' AS jsonb) END)
                                 FROM parents p), CAST('{}' AS jsonb)))
 FROM job
+    );
+END
 $function$;

@@ -3,8 +3,11 @@
 -- statement's rows before (old_rows) and after (new_rows). A statement that moves no job of a
 -- workflow (every statement of a job outside workflows) looks at its rows once and returns. For
 -- the jobs of workflows whose state it changed, set-based, once per statement:
--- 1. each workflow's counts by state, its unfinished jobs (not SUCCEEDED, DEAD_LETTER or
---    CANCELLED) and those a user cancelled (one update per workflow, their rows locked in id
+-- 0. moves that change no job's terminal-ness and touch no WAITING job (claims, ENQUEUED →
+--    PROCESSING, and the like) take no lock: their net count per workflow and state is appended
+--    to job_workflow_deltas (readers add it to the row's counts), and the statement is done;
+-- 1. each workflow's counts by state (the deltas appended so far folded in), its unfinished jobs
+--    (not SUCCEEDED, DEAD_LETTER or CANCELLED) and those a user cancelled (one update per workflow, their rows locked in id
 --    order); a workflow ends when none is unfinished (CANCELLED when a user cancelled one, FAILED
 --    when one was dead-lettered or cancelled by a failed dependency, else SUCCEEDED) with its event
 --    (workflow.succeeded|failed|cancelled), and runs again when one is unfinished again (a retry);
@@ -21,9 +24,9 @@
 --    row is locked before the workflows' rows, whatever it waits for: its suspend holds that lock
 --    while it counts its unfinished children, so one of the two sees the other's work.
 -- The statements on the children fire this trigger again, one level down, for their own rows.
--- The rows that moved are read from the transition tables once, by a statement planned for their
--- number (EXECUTE: a cached plan made for a few rows would join 10,000 with 10,000 by nested
--- loops), into arrays the other statements unnest.
+-- The rows that moved are read from the transition tables once, into arrays the other statements
+-- unnest: past 64 rows by a statement planned for their number (EXECUTE: a cached plan made for a
+-- few rows would join 10,000 with 10,000 by nested loops), else by one whose plan is cached.
 CREATE OR REPLACE FUNCTION jobwire_workflow_transitions()
 RETURNS trigger
 LANGUAGE plpgsql VOLATILE
@@ -41,10 +44,13 @@ DECLARE
     touched uuid[];
     ends boolean;  -- a job became terminal, or stopped being terminal
     released int;
+    children uuid[];  -- the WAITING children whose parents' ends moved, and by how many (child_ends)
+    child_ends jsonb;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM new_rows n WHERE n.workflow_id IS NOT NULL) THEN
         RETURN NULL;
     END IF;
+    IF (SELECT count(*) FROM new_rows) > 64 THEN
     EXECUTE $moved$
         SELECT array_agg(n.id ORDER BY n.id), array_agg(n.workflow_id ORDER BY n.id),
                array_agg(n.workflow_ref ORDER BY n.id), array_agg(n.spawned_by ORDER BY n.id),
@@ -57,6 +63,19 @@ BEGIN
         FROM new_rows n JOIN old_rows o ON o.id = n.id
         WHERE o.workflow_id IS NOT NULL AND o.state IS DISTINCT FROM n.state
     $moved$ INTO ids, workflows, refs, spawners, was, now_state, by_user;
+    ELSE
+        SELECT array_agg(n.id ORDER BY n.id), array_agg(n.workflow_id ORDER BY n.id),
+               array_agg(n.workflow_ref ORDER BY n.id), array_agg(n.spawned_by ORDER BY n.id),
+               array_agg(o.state ORDER BY n.id),
+               array_agg(n.state ORDER BY n.id),
+               array_agg(CASE WHEN n.state = 'CANCELLED' AND n.error_type IS DISTINCT FROM 'dependency_failed'
+                              THEN 1 ELSE 0 END
+                         - CASE WHEN o.state = 'CANCELLED' AND o.error_type IS DISTINCT FROM 'dependency_failed'
+                                THEN 1 ELSE 0 END ORDER BY n.id)
+        INTO ids, workflows, refs, spawners, was, now_state, by_user
+        FROM new_rows n JOIN old_rows o ON o.id = n.id
+        WHERE o.workflow_id IS NOT NULL AND o.state IS DISTINCT FROM n.state;
+    END IF;
     IF ids IS NULL THEN
         RETURN NULL;
     END IF;
@@ -64,6 +83,18 @@ BEGIN
     ends := EXISTS (SELECT 1 FROM unnest(was, now_state) AS m(was, now)
                     WHERE (m.was IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
                           <> (m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')));
+
+    -- 0. No end, no WAITING: the counts' moves appended, no row lock (a claim is this).
+    IF NOT ends AND NOT EXISTS (SELECT 1 FROM unnest(was, now_state) AS m(was, now)
+                                WHERE m.was = 'WAITING' OR m.now = 'WAITING') THEN
+        INSERT INTO job_workflow_deltas (workflow_id, state, n)
+        SELECT m.workflow_id, s.state, sum(s.d)
+        FROM unnest(workflows, was, now_state) AS m(workflow_id, was, now),
+             LATERAL (VALUES (m.was, -1), (m.now, 1)) AS s(state, d)
+        GROUP BY m.workflow_id, s.state
+        HAVING sum(s.d) <> 0;
+        RETURN NULL;
+    END IF;
 
     -- 3, first: the parents of spawned jobs that ended, locked in id order before the workflows.
     IF ends THEN
@@ -82,11 +113,17 @@ BEGIN
                m.was IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED') AS was_done,
                m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED') AS is_done, m.by_user
         FROM unnest(workflows, was, now_state, by_user) AS m(workflow_id, was, now, by_user)
+    ), folded AS (  -- the moves step 0 appended, folded into the row under its lock
+        DELETE FROM job_workflow_deltas f WHERE f.workflow_id = ANY(touched)
+        RETURNING f.workflow_id, f.state, f.n
     ), deltas AS (
         SELECT x.workflow_id, jsonb_object_agg(x.state, x.d) AS d
-        FROM (SELECT m.workflow_id, s.state, sum(s.d) AS d
-              FROM moved m, LATERAL (VALUES (m.was, -1), (m.now, 1)) AS s(state, d)
-              GROUP BY m.workflow_id, s.state) AS x
+        FROM (SELECT y.workflow_id, y.state, sum(y.d) AS d
+              FROM (SELECT m.workflow_id, s.state, s.d
+                    FROM moved m, LATERAL (VALUES (m.was, -1), (m.now, 1)) AS s(state, d)
+                    UNION ALL
+                    SELECT f.workflow_id, f.state, f.n FROM folded f) AS y
+              GROUP BY y.workflow_id, y.state) AS x
         GROUP BY x.workflow_id
     ), per AS (
         SELECT m.workflow_id,
@@ -145,12 +182,12 @@ BEGIN
         JOIN job_dependencies d ON d.parent_id = m.id
         JOIN job_executions c ON c.id = d.child_id
         WHERE m.now IN ('DEAD_LETTER', 'CANCELLED') AND m.was NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')
-          AND c.state = 'WAITING' AND c.on_dependency_failure = 'cancel' AND c.pending_parents IS NOT NULL
+          AND c.state || '' = 'WAITING' AND c.on_dependency_failure = 'cancel' AND c.pending_parents IS NOT NULL
         UNION
         SELECT c.id, c.workflow_ref, x.ref, x.id, 'CANCELLED'
         FROM doomed x JOIN job_dependencies d ON d.parent_id = x.id
         JOIN job_executions c ON c.id = d.child_id
-        WHERE c.state = 'WAITING' AND c.on_dependency_failure = 'cancel' AND c.pending_parents IS NOT NULL
+        WHERE c.state || '' = 'WAITING' AND c.on_dependency_failure = 'cancel' AND c.pending_parents IS NOT NULL
     ), u AS (
         UPDATE job_executions e
         SET state = 'CANCELLED', completed_at = now(), updated_at = now(), locked_by = NULL,
@@ -171,22 +208,27 @@ BEGIN
            'execution.cancelled'
     FROM u ORDER BY u.id;
     -- Each WAITING child (waiting for parents: pending_parents set) counts its parents that ended,
-    -- and again those that stopped being terminal.
-    WITH ends AS (
-        SELECT d.child_id, sum(CASE WHEN m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED') THEN 1 ELSE -1 END) AS n
-        FROM unnest(ids, was, now_state) AS m(id, was, now)
-        JOIN job_dependencies d ON d.parent_id = m.id
-        WHERE (m.was IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')) <> (m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
-        GROUP BY d.child_id
-    ), u AS (
+    -- and again those that stopped being terminal: the children and their counts first, then the
+    -- children by id alone, no join (told by the statistics that there were few WAITING rows, the
+    -- planner scanned them and joined each with the counts: quadratic in the children).
+    SELECT array_agg(x.child_id ORDER BY x.child_id), jsonb_object_agg(x.child_id, x.n)
+    INTO children, child_ends
+    FROM (SELECT d.child_id,
+                 sum(CASE WHEN m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED') THEN 1 ELSE -1 END) AS n
+          FROM unnest(ids, was, now_state) AS m(id, was, now)
+          JOIN job_dependencies d ON d.parent_id = m.id
+          WHERE (m.was IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
+                <> (m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
+          GROUP BY d.child_id) AS x;
+    WITH u AS (
         UPDATE job_executions e
-        SET pending_parents = e.pending_parents - x.n,
-            state = CASE WHEN e.pending_parents - x.n <= 0 THEN 'ENQUEUED' ELSE 'WAITING' END,
-            scheduled_at = CASE WHEN e.pending_parents - x.n <= 0 THEN GREATEST(e.scheduled_at, now())
-                                ELSE e.scheduled_at END,
+        SET pending_parents = e.pending_parents - CAST(child_ends->>CAST(e.id AS text) AS int),
+            state = CASE WHEN e.pending_parents - CAST(child_ends->>CAST(e.id AS text) AS int) <= 0
+                         THEN 'ENQUEUED' ELSE 'WAITING' END,
+            scheduled_at = CASE WHEN e.pending_parents - CAST(child_ends->>CAST(e.id AS text) AS int) <= 0
+                                THEN GREATEST(e.scheduled_at, now()) ELSE e.scheduled_at END,
             updated_at = now()
-        FROM ends x
-        WHERE e.id = x.child_id AND e.state = 'WAITING' AND e.pending_parents IS NOT NULL
+        WHERE e.id = ANY(children) AND e.state || '' = 'WAITING' AND e.pending_parents IS NOT NULL
         RETURNING e.*
     ), ev AS (
         INSERT INTO job_events (execution_id, event)

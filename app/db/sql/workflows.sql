@@ -2,10 +2,18 @@
 -- job_executions), parsed once by app/db/queries.py. The transitions of a workflow's jobs keep it
 -- (counts, end, children) through jobwire_workflow_transitions, the trigger; these statements
 -- make, link and steer workflows. Lock order everywhere: a workflow's jobs before its row, as the
--- trigger takes them.
+-- trigger takes them. A workflow's counts (workflow_columns) are its row's plus the moves appended
+-- beside it in job_workflow_deltas and not folded into the row yet.
 
 -- fragment: workflow_columns
-w.id, w.name, w.metadata, w.state, w.counts, w.jobs, w.created_at, w.updated_at, w.completed_at
+w.id, w.name, w.metadata, w.state,
+(SELECT COALESCE(jsonb_object_agg(c.state, c.n), '{}')
+ FROM (SELECT k.state, sum(k.n) AS n
+       FROM (SELECT j.key AS state, CAST(j.value AS int) AS n FROM jsonb_each_text(w.counts) AS j
+             UNION ALL
+             SELECT x.state, x.n FROM job_workflow_deltas x WHERE x.workflow_id = w.id) AS k
+       GROUP BY k.state) AS c) AS counts,
+w.jobs, w.created_at, w.updated_at, w.completed_at
 
 -- fragment: terminal
 ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')
@@ -25,9 +33,10 @@ SELECT $workflow_columns FROM job_workflows w WHERE w.id = :id
 
 -- name: workflow_parents_share
 -- POST /v1/workflows/{id}/jobs, first: the jobs of the workflow its new jobs depend on (:refs),
--- share-locked in id order until commit. A parent ending meanwhile is waited for (then seen
--- terminal), or waits for this transaction (then its trigger sees the new children).
-SELECT e.id FROM job_executions e
+-- share-locked in id order until commit, with their states (current: the lock waited for any
+-- transition). A parent ending meanwhile is waited for (then seen terminal), or waits for this
+-- transaction (then its trigger sees the new children).
+SELECT e.id, e.workflow_ref AS ref, e.state FROM job_executions e
 WHERE e.workflow_id = :workflow AND e.workflow_ref = ANY(CAST(:refs AS text[]))
 ORDER BY e.id
 FOR SHARE
@@ -37,48 +46,24 @@ FOR SHARE
 -- are checked, then counted on).
 SELECT $workflow_columns FROM job_workflows w WHERE w.id = :id FOR NO KEY UPDATE
 
--- name: workflow_link
--- Jobs jobwire_enqueue just inserted (:ids, their :refs and :policies) join the workflow :workflow:
--- their edges (:edge_parents → :edge_children, by ref: a parent is one of them or a job already
--- in the workflow) and, for each with parents, WAITING with the count of its parents not
--- terminal (workflow_settle then enqueues those with none, or cancels those a failed parent
--- dooms); :spawned_by, the parent that spawned them (POST {callback.url}/children), or NULL. One
--- event each that waits. The rows are new (this transaction's): no trigger runs,
--- workflow_account counts them.
-WITH input AS (
-    SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:refs AS text[]), CAST(:policies AS text[]))
-        AS i(id, ref, policy)
-), known AS (
-    SELECT i.id, i.ref, 'ENQUEUED' AS state FROM input i
-    UNION ALL
-    SELECT e.id, e.workflow_ref, e.state FROM job_executions e WHERE e.workflow_id = :workflow
-), edges AS (
-    INSERT INTO job_dependencies (parent_id, child_id)
-    SELECT p.id, c.id
-    FROM unnest(CAST(:edge_parents AS text[]), CAST(:edge_children AS text[])) AS x(parent_ref, child_ref)
-    JOIN input c ON c.ref = x.child_ref
-    JOIN known p ON p.ref = x.parent_ref
-    ORDER BY p.id, c.id
-    RETURNING parent_id, child_id
-), pending AS (
-    SELECT x.child_id, count(*) AS parents,
-           count(*) FILTER (WHERE p.state NOT IN $terminal) AS unfinished
-    FROM edges x JOIN known p ON p.id = x.parent_id
-    GROUP BY x.child_id
-), u AS (
-    UPDATE job_executions e
-    SET workflow_id = :workflow, workflow_ref = i.ref, on_dependency_failure = i.policy,
-        pending_parents = COALESCE(p.unfinished, 0), spawned_by = CAST(:spawned_by AS uuid),
-        state = CASE WHEN p.parents > 0 THEN 'WAITING' ELSE e.state END,
-        updated_at = now()
-    FROM input i LEFT JOIN pending p ON p.child_id = i.id
-    WHERE e.id = i.id AND e.state = 'ENQUEUED'
-    RETURNING e.*
-), ev AS (
-    INSERT INTO job_events (execution_id, event)
-    SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u WHERE u.state = 'WAITING'
-)
-SELECT u.state, count(*) AS n FROM u GROUP BY u.state
+-- name: workflow_enqueue
+-- The jobs of a workflow inserted through jobwire_enqueue (its checks, defaults, events and NOTIFY)
+-- with their workflow columns: :refs and :policies by position, and for each with parents
+-- (:pending set) WAITING with that many parents unfinished (workflow_settle then enqueues those
+-- with none, or cancels those a failed parent dooms), and :spawned_by, the parent that spawned
+-- them (POST {callback.url}/children), or NULL. One event each, of the state it starts in.
+-- The rows are new (this transaction's): no trigger runs, workflow_account counts them.
+SELECT f.ord, f.created, f.id, f.state
+FROM jobwire_enqueue(CAST(:jobs AS jsonb), CAST(:workflow AS uuid), CAST(:refs AS text[]),
+                     CAST(:policies AS text[]), CAST(:pending AS int[]), CAST(:spawned_by AS uuid)) AS f
+ORDER BY f.ord
+
+-- name: workflow_edges
+-- The edges (:parents → :children, by id) of jobs workflow_enqueue just inserted, in key order.
+INSERT INTO job_dependencies (parent_id, child_id)
+SELECT x.parent_id, x.child_id
+FROM unnest(CAST(:parents AS uuid[]), CAST(:children AS uuid[])) AS x(parent_id, child_id)
+ORDER BY x.parent_id, x.child_id
 
 -- name: workflow_account
 -- New jobs in the workflow: its counts (:states, :ns), its jobs and its unfinished ones. Refused

@@ -6,11 +6,20 @@
 -- idempotency key returned an execution stored before. Invalid input raises SQLSTATE 22023 with
 -- CONSTRAINT jobwire_enqueue and, in DETAIL, every field at fault (jobwire_enqueue_refuse).
 --
+-- The workflow arguments are Jobwire's own (POST /v1/workflows, app/db/sql/workflows.sql), NULL
+-- for everyone else: the jobs join the workflow `wf` as they are inserted, the item at position
+-- ord with the ref wf_refs[ord + 1], the policy wf_policies[ord + 1] and, when wf_pending[ord + 1]
+-- is set (it has parents), WAITING with that many parents unfinished (its event says WAITING);
+-- else ENQUEUED, no parent pending; wf_spawned_by, the parent that spawned them (a handler's POST
+-- {callback.url}/children), or NULL.
+--
 -- search_path is pinned to the schema the migration ran in (callers with any search_path reach
 -- the right tables: call it schema-qualified) and TimeZone to UTC (times inside the event are
 -- rendered as the API renders them). The NOTIFY channel is read from job_meta
 -- ('notify_channel'), where the migration wrote the name app.db.database.Database listens on.
-CREATE OR REPLACE FUNCTION jobwire_enqueue(jobs jsonb)
+CREATE OR REPLACE FUNCTION jobwire_enqueue(jobs jsonb, wf uuid DEFAULT NULL, wf_refs text[] DEFAULT NULL,
+                                           wf_policies text[] DEFAULT NULL, wf_pending int[] DEFAULT NULL,
+                                           wf_spawned_by uuid DEFAULT NULL)
 RETURNS TABLE (
     ord int, created boolean,
     id uuid, job_id text, job_type text, handler text, queue text, state text, attempt int, max_attempts int,
@@ -145,8 +154,10 @@ BEGIN
         INSERT INTO job_executions AS e (
             id, job_id, job_type, handler, queue, state, priority, payload, parameters, metadata,
             max_attempts, stateful, timeout_seconds, max_duration_seconds, idempotency_key,
-            request_hash, scheduled_at, concurrency_key, fair_tag)
-        SELECT i.id, COALESCE(i.job_id, CAST(i.id AS text)), 'DELAYED', i.handler, i.queue, 'ENQUEUED',
+            request_hash, scheduled_at, concurrency_key, fair_tag,
+            workflow_id, workflow_ref, on_dependency_failure, pending_parents, spawned_by)
+        SELECT i.id, COALESCE(i.job_id, CAST(i.id AS text)), 'DELAYED', i.handler, i.queue,
+               CASE WHEN wf_pending[i.ord + 1] IS NOT NULL THEN 'WAITING' ELSE 'ENQUEUED' END,
                i.priority, i.payload, i.parameters, i.metadata, i.max_attempts,
                i.stateful OR h.stateful,  -- a stateful handler makes every job sent to it stateful
                i.timeout_seconds, i.max_duration_seconds, i.idempotency_key, i.request_hash,
@@ -165,7 +176,9 @@ BEGIN
                                        AND x.state = 'ENQUEUED' AND x.fair_tag IS NOT NULL
                                      ORDER BY x.fair_tag DESC LIMIT 1) END)
                    + row_number() OVER (PARTITION BY i.handler, i.concurrency_key ORDER BY i.ord) - 1
-               END
+               END,
+               wf, wf_refs[i.ord + 1], wf_policies[i.ord + 1],
+               CASE WHEN wf IS NOT NULL THEN COALESCE(wf_pending[i.ord + 1], 0) END, wf_spawned_by
         FROM input i JOIN job_handlers h ON h.name = i.handler
         LEFT JOIN job_handler_flow f ON f.handler = i.handler AND f.keyed
         ORDER BY i.idempotency_key COLLATE "C", i.ord
