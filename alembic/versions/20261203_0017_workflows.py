@@ -20,9 +20,10 @@
   workflow's end and its event, the children a parent's end settles (a statement that moves no
   job of a workflow looks at its rows once and returns); jobwire_workflow_deletions, and its
   statement trigger, take deleted jobs out of their workflows' counts.
-- jobwire_enqueue gains the workflow arguments (wf, wf_refs, wf_policies, wf_pending, wf_spawned_by, all NULL by
-  default: a call with the jobs alone is the call it was): a workflow's jobs are inserted with
-  their workflow columns and state at once (a new signature: dropped and created again).
+- jobwire_enqueue gains the workflow arguments (wf, wf_refs, wf_policies, wf_pending,
+  wf_spawned_by, all NULL by default: a call with the jobs alone is the call it was): a workflow's
+  jobs are inserted with their workflow columns and state at once (a new signature: dropped and
+  created again).
 - jobwire_workflow_context: a dispatch's `workflow`; jobwire_claim returns it (a new result column:
   dropped and created again). Whole new texts: 20261203_0017/*.sql.
 

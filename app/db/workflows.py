@@ -141,9 +141,10 @@ class WorkflowRepository:
     async def unfinished_parents(self, conn: Connection, execution_id: UUID) -> list[str]:
         return [r["ref"] for r in await fetch(conn, Q["execution_unfinished_parents"], id=execution_id)]
 
-    async def spawn_parent(self, conn: Connection, execution_id: UUID) -> SpawnParent | None:
-        """The execution that spawns children, locked until commit; None when it does not exist."""
-        row = await fetchrow(conn, Q["spawn_parent"], id=execution_id)
+    async def spawn_parent(self, conn: Connection, execution_id: UUID, lock: bool = True) -> SpawnParent | None:
+        """The execution that spawns children (locked until commit, unless `lock` is False); None
+        when it does not exist."""
+        row = await fetchrow(conn, Q["spawn_parent" if lock else "spawn_parent_seen"], id=execution_id)
         return None if row is None else SpawnParent(**row)
 
     async def adopt(self, conn: Connection, parent: SpawnParent) -> UUID:

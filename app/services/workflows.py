@@ -210,7 +210,13 @@ class WorkflowService:
 
     async def _spawn_once(self, parent_id: UUID, attempt: int, jobs: Sequence[WorkflowJob]) -> Spawned:
         async with self.db.transaction() as conn:
-            # The parent first, then (in _add) its workflow's row: the order a child's end takes them.
+            # The children the new ones depend on, the parent, then (in _add) its workflow's row: the
+            # order a child's end takes them (its row, its parent's, its workflow's).
+            seen = await self.workflows.spawn_parent(conn, parent_id, lock=False)
+            siblings: dict[str, tuple[UUID, str]] = {}
+            if seen is not None and seen.workflow_id is not None and seen.workflow_ref is not None:
+                refs = sorted({spawned_ref(seen.workflow_ref, p) for j in jobs for p in j.depends_on})
+                siblings = await self.workflows.share_parents(conn, seen.workflow_id, refs)
             parent = await self.workflows.spawn_parent(conn, parent_id)
             if parent is None:
                 raise NotFound("execution", parent_id)
@@ -231,7 +237,9 @@ class WorkflowService:
             full = [WorkflowJob(ref=spawned_ref(parent_ref, j.ref), job=j.job,
                                 depends_on=tuple(spawned_ref(parent_ref, p) for p in j.depends_on),
                                 on_dependency_failure=j.on_dependency_failure) for _, j in fresh]
-            made, _ = await self._add(conn, workflow_id, full, spawned_by=parent.id)
+            # A first spawn that raced this one (the parent's workflow made since it was seen) left
+            # `siblings` empty: _add locks them after the parent (a deadlock PostgreSQL breaks, if any).
+            made, _ = await self._add(conn, workflow_id, full, siblings, spawned_by=parent.id)
             for (_, job), item in zip(fresh, made, strict=True):
                 before[job.ref] = WorkflowItem(job.ref, item.execution_id, item.state)
             return Spawned(workflow_id, [before[j.ref] for j in jobs], created=True)

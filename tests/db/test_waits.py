@@ -593,3 +593,37 @@ async def test_a_parent_waiting_for_children_it_never_spawned_resumes_at_once(
     [c] = await claim(db)
     assert c.continuation is not None and c.continuation["resume"]["reason"] == "children"
     assert c.continuation["resume"]["children"] == {}
+
+
+async def test_a_child_spawned_on_a_sibling_that_ends_meanwhile_is_never_left_waiting(
+        db: Database, outcomes: OutcomeService) -> None:
+    """30 running parents spawn child `a` each, which is claimed; then each spawns `b` depending on
+    `a` while another session records `a`'s success, started together in either order. Whatever
+    the order, every `b` ends ENQUEUED (released by `a`'s end, or spawned after it with nothing to
+    wait for), never WAITING on a parent that has ended."""
+    attempts = await processing(db, 30, prefix="parent")
+    service = WorkflowService(db, LIMITS)
+    first = {p: (await service.spawn(p, attempts[p], [WorkflowJob("a", job(f"a-of-{p}"))])).items[0].execution_id
+             for p in sorted(attempts)}
+    claimed = {c.id: c.attempt for c in await claim(db, 31)}
+    assert set(claimed) == set(first.values())
+
+    async def race(parent: UUID, spawn_first: bool) -> UUID:
+        pause = random.uniform(0, 0.003)
+
+        async def spawn_b() -> UUID:
+            await asyncio.sleep(0 if spawn_first else pause)
+            spawned = await service.spawn(parent, attempts[parent],
+                                           [WorkflowJob("b", job(f"b-of-{parent}"), depends_on=("a",))])
+            return spawned.items[0].execution_id
+
+        async def end_a() -> None:
+            await asyncio.sleep(pause if spawn_first else 0)
+            await succeed(db, first[parent], claimed[first[parent]])
+
+        b, _ = await asyncio.gather(spawn_b(), end_a())
+        return b
+
+    seconds = await asyncio.gather(*(race(p, i % 2 == 0) for i, p in enumerate(sorted(attempts))))
+    found = await sql(db, "SELECT state, pending_parents FROM job_executions WHERE id = ANY(:ids)", ids=seconds)
+    assert [(r["state"], r["pending_parents"]) for r in found] == [("ENQUEUED", 0)] * 30

@@ -224,11 +224,19 @@ FROM job_dependencies d JOIN job_executions p ON p.id = d.parent_id
 WHERE d.child_id = :id AND p.state NOT IN $terminal
 ORDER BY p.workflow_ref
 
+-- fragment: spawn_parent_columns
+e.id, e.attempt, e.state, e.handler, e.workflow_id, e.workflow_ref
+
+-- name: spawn_parent_seen
+-- POST {callback.url}/children, first: the parent as it is, unlocked (its workflow and ref name
+-- the children its new ones may depend on, share-locked next).
+SELECT $spawn_parent_columns FROM job_executions e WHERE e.id = :id
+
 -- name: spawn_parent
--- POST {callback.url}/children, first: the parent, locked (before its workflow's row, as a child's
--- end takes them), with its attempt, state and workflow.
-SELECT e.id, e.attempt, e.state, e.handler, e.workflow_id, e.workflow_ref
-FROM job_executions e WHERE e.id = :id
+-- POST {callback.url}/children, then: the parent, locked, with its attempt, state and workflow.
+-- Lock order: the spawned children its new ones depend on, the parent, its workflow's row, as a
+-- child's end takes them (its row, its parent's, its workflow's).
+SELECT $spawn_parent_columns FROM job_executions e WHERE e.id = :id
 FOR NO KEY UPDATE
 
 -- name: spawn_adopt
