@@ -23,8 +23,8 @@
 - jobwire_enqueue gains the workflow arguments (wf, wf_refs, wf_policies, wf_pending, wf_spawned_by, all NULL by
   default: a call with the jobs alone is the call it was): a workflow's jobs are inserted with
   their workflow columns and state at once (a new signature: dropped and created again).
-- jobwire_workflow_context: a dispatch's `workflow`; jobwire_claim returns it (a new result column:
-  dropped and created again). Whole new texts: 20261203_0017/*.sql.
+- jobwire_claim returns a dispatch's `workflow` (a new result column: dropped and created again).
+  Whole new texts: 20261203_0017/*.sql.
 
 A node of the previous version keeps working: it names the columns of jobwire_claim it reads, and
 its jobs are outside workflows. Downgrade restores jobwire_claim of revision 20261202_0014 and
@@ -178,7 +178,6 @@ def downgrade() -> None:
     op.execute("DROP TRIGGER jobwire_workflow_deletions ON job_executions")
     op.execute("DROP FUNCTION jobwire_workflow_deletions()")
     op.execute(f"DROP FUNCTION {CLAIM}")
-    op.execute("DROP FUNCTION jobwire_workflow_context(uuid)")
     op.execute("DROP FUNCTION jobwire_resume_context(uuid, integer)")
     op.execute("DROP FUNCTION jobwire_workflow_transitions()")
     apply(op.get_bind(), CLAIM_BEFORE, only=frozenset({"jobwire_claim"}))
