@@ -95,7 +95,7 @@ async def _clear(conn: asyncpg.Connection, queue: str, workflow_ids: list[UUID])
     ids = list(workflow_ids)
     await conn.execute("DELETE FROM job_events WHERE execution_id IN (SELECT id FROM job_executions WHERE queue = $1)"
                        " OR execution_id = ANY($2::uuid[])", queue, ids)
-    await conn.execute("DELETE FROM job_executions WHERE queue = $1", queue)  # job_dependencies: ON DELETE CASCADE
+    await conn.execute("DELETE FROM job_executions WHERE queue = $1", queue)  # edges: the deletions trigger
     await conn.execute("DELETE FROM job_workflows WHERE id = ANY($1::uuid[])", ids)
     await conn.execute("DELETE FROM job_queues WHERE name = $1", queue)
     for table in ("job_executions", "job_events", "job_dependencies", "job_workflows"):

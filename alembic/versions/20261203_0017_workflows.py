@@ -4,7 +4,8 @@
   by state, unfinished and cancelled by a user, kept by the transitions themselves.
 - job_executions gains `workflow_id`, `workflow_ref` (unique in its workflow), `on_dependency_failure`
   and `pending_parents`; its state may be WAITING (never claimed).
-- job_dependencies: the edges (parent, child).
+- job_dependencies: the edges (parent, child), without foreign keys (their checks were a third of
+  the edges' insert): jobwire_workflow_deletions deletes the edges of deleted jobs.
 - job_workflow_deltas: count moves of a workflow's jobs that change no terminal-ness and touch no
   WAITING job (claims), appended without the workflow's row lock; read beside its counts, folded
   into them by the next transition that takes the lock.
@@ -19,13 +20,13 @@
 - jobwire_workflow_transitions, and its statement trigger on job_executions: counts, the
   workflow's end and its event, the children a parent's end settles (a statement that moves no
   job of a workflow looks at its rows once and returns); jobwire_workflow_deletions, and its
-  statement trigger, take deleted jobs out of their workflows' counts.
+  statement trigger, take deleted jobs out of their workflows' counts and delete their edges.
 - jobwire_enqueue gains the workflow arguments (wf, wf_refs, wf_policies, wf_pending,
   wf_spawned_by, all NULL by default: a call with the jobs alone is the call it was): a workflow's
   jobs are inserted with their workflow columns and state at once (a new signature: dropped and
   created again).
-- jobwire_workflow_context: a dispatch's `workflow`; jobwire_claim returns it (a new result column:
-  dropped and created again). Whole new texts: 20261203_0017/*.sql.
+- jobwire_claim returns a dispatch's `workflow` (a new result column: dropped and created again).
+  Whole new texts: 20261203_0017/*.sql.
 
 A node of the previous version keeps working: it names the columns of jobwire_claim it reads, and
 its jobs are outside workflows. Downgrade restores jobwire_claim of revision 20261202_0014 and
@@ -118,10 +119,6 @@ def upgrade() -> None:
         "job_dependencies",
         sa.Column("parent_id", postgresql.UUID(as_uuid=True), nullable=False),
         sa.Column("child_id", postgresql.UUID(as_uuid=True), nullable=False),
-        sa.ForeignKeyConstraint(["parent_id"], ["job_executions.id"], ondelete="CASCADE",
-                                name="fk_job_dependencies_parent_id_job_executions"),
-        sa.ForeignKeyConstraint(["child_id"], ["job_executions.id"], ondelete="CASCADE",
-                                name="fk_job_dependencies_child_id_job_executions"),
         sa.PrimaryKeyConstraint("parent_id", "child_id", name="pk_job_dependencies"),
     )
     op.create_index("ix_job_dependencies_child", "job_dependencies", ["child_id", "parent_id"])
@@ -179,7 +176,6 @@ def downgrade() -> None:
     op.execute("DROP TRIGGER jobwire_workflow_deletions ON job_executions")
     op.execute("DROP FUNCTION jobwire_workflow_deletions()")
     op.execute(f"DROP FUNCTION {CLAIM}")
-    op.execute("DROP FUNCTION jobwire_workflow_context(uuid)")
     op.execute("DROP FUNCTION jobwire_resume_context(uuid, integer)")
     op.execute("DROP FUNCTION jobwire_workflow_transitions()")
     apply(op.get_bind(), CLAIM_BEFORE, only=frozenset({"jobwire_claim"}))

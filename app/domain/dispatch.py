@@ -40,7 +40,7 @@ class ClaimedJob:
     # failures counted or is not closed. A reply that fails does so whatever this says.
     flow_watch: bool = False
     # A job of a workflow: {id, ref, parents: {ref: {execution_id, state, result?}}} as an orjson
-    # fragment of the claim's JSON (jobwire_workflow_context); None for the others.
+    # fragment of the claim's JSON (jobwire_claim's `workflow`); None for the others.
     workflow: Any = None
     # A job that suspended (DESIGN §9): its recorded `steps`, and `resume` ({n, reason, signals,
     # children}) when this attempt was resumed, as jobwire_resume_context built them; None otherwise.

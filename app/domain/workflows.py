@@ -15,7 +15,7 @@ from app.domain.executions import NewJob
 
 MAX_JOBS_PER_CALL = 1000
 MAX_JOBS = 10_000  # per workflow, over every call
-INLINE_RESULTS_BYTES = 256 * 1024  # a dispatch inlines its parents' results up to this (jobwire_workflow_context)
+INLINE_RESULTS_BYTES = 256 * 1024  # a dispatch inlines its parents' results up to this (jobwire_claim)
 
 
 class WorkflowState(StrEnum):

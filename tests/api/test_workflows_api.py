@@ -681,3 +681,19 @@ async def test_deleting_a_finished_job_of_a_workflow_keeps_its_counts_true(clien
     assert (workflow["jobs"], workflow["counts"]) == (2, {"ENQUEUED": 1, "WAITING": 1}), (
         f"after DELETE of its cancelled job the workflow says jobs {workflow['jobs']}, counts "
         f"{workflow['counts']}; it has 2 jobs: a ENQUEUED, b WAITING")
+
+
+async def test_deleting_jobs_of_a_workflow_deletes_their_edges(client: httpx.AsyncClient, db: Database) -> None:
+    """job_dependencies has no foreign keys: the deletions trigger deletes a deleted job's edges,
+    as a parent (its child still there) and as a child, and no edge names a job that is gone."""
+    made = await create(client, [job("a"), job("b", "a"), job("c", "b"), job("d")])
+    ids = ids_of(made)
+    assert (await client.post(f"/v1/executions/{ids['a']}/cancel")).status_code == 200
+    assert await states(client, made["id"]) == {"a": "CANCELLED", "b": "CANCELLED", "c": "CANCELLED",
+                                                "d": "ENQUEUED"}
+    dangling = ("SELECT count(*) FROM job_dependencies d WHERE NOT EXISTS (SELECT 1 FROM job_executions e"
+                " WHERE e.id = d.parent_id) OR NOT EXISTS (SELECT 1 FROM job_executions e WHERE e.id = d.child_id)")
+    assert (await client.delete(f"/v1/executions/{ids['b']}")).status_code == 204
+    assert (await scalar(db, "SELECT count(*) FROM job_dependencies"), await scalar(db, dangling)) == (0, 0)
+    assert (await client.delete(f"/v1/executions/{ids['a']}")).status_code == 204
+    assert await scalar(db, dangling) == 0

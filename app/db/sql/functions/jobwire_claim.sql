@@ -28,7 +28,7 @@
 --    the flow state (each handler's highest turn claimed and its rate limit's next slot, each
 --    key's, in job_handler_flow and job_keys: written only for handlers that use them), the
 --    secrets and the result, sorted (UPDATE returns rows in the order it met them); a job in a
---    workflow comes with its `workflow` (jobwire_workflow_context), one that suspended with its
+--    workflow comes with its `workflow` (its ref and its parents), one that suspended with its
 --    `continuation` (jobwire_resume_context: steps, resume), NULL for the others. A stateful
 --    queue whose job is suspended (WAITING) is held as while it is PROCESSING.
 CREATE OR REPLACE FUNCTION jobwire_claim(node text, n int, default_timeout float8, queues text[] DEFAULT NULL)
@@ -308,7 +308,7 @@ BEGIN
         RETURNING e.id, e.job_id, e.job_type, e.handler, e.queue, e.state, e.attempt, e.max_attempts,
                   e.priority, e.payload, e.parameters, e.metadata, e.error_type, e.scheduled_at,
                   e.created_at, e.started_at, e.completed_at, e.deadline_at, e.concurrency_key, e.fair_tag,
-                  e.workflow_id, e.suspensions
+                  e.workflow_id, e.workflow_ref, e.suspensions
     ), per_handler AS (
         -- Flow state, for the handlers that use it only: the highest turn claimed and the calls
         -- started against the handler's rate limit.
@@ -392,8 +392,22 @@ BEGIN
            u.concurrency_key,
            -- Its reply moves flow state: an adaptive handler's, or a circuit with failures counted.
            COALESCE(h.adaptive OR f.circuit_failures > 0 OR f.circuit_state <> 'closed', false),
-           -- A job in a workflow: its ref and its parents (their results), as the dispatch carries them.
-           CASE WHEN u.workflow_id IS NOT NULL THEN jobwire_workflow_context(u.id) END,
+           -- A job in a workflow: {id, ref, parents: {ref: {execution_id, state, result}}} (DESIGN §9), its
+           -- direct parents by ref, their results inlined while they total at most 256 KiB as JSON text,
+           -- else every `result` left out (GET {callback.url}/parents pages through them). A subquery
+           -- per such job, in this statement: a function call each cost twice as much in the claim
+           -- of 1,000 workflow jobs. A job outside workflows runs none.
+           CASE WHEN u.workflow_id IS NOT NULL THEN jsonb_build_object(
+               'id', u.workflow_id, 'ref', u.workflow_ref,
+               'parents', COALESCE((SELECT jsonb_object_agg(
+                                               x.ref, jsonb_build_object('execution_id', x.id, 'state', x.state)
+                                                      || CASE WHEN x.total <= 262144
+                                                              THEN jsonb_build_object('result', x.result)
+                                                              ELSE CAST('{}' AS jsonb) END)
+                                    FROM (SELECT p.workflow_ref AS ref, p.id, p.state, p.result,
+                                                 sum(COALESCE(octet_length(CAST(p.result AS text)), 4)) OVER () AS total
+                                          FROM job_dependencies d JOIN job_executions p ON p.id = d.parent_id
+                                          WHERE d.child_id = u.id) AS x), CAST('{}' AS jsonb))) END,
            -- A job that suspended: its steps, and its `resume` when this attempt was resumed.
            CASE WHEN u.suspensions IS NOT NULL THEN jobwire_resume_context(u.id, u.attempt) END
     FROM u LEFT JOIN job_handlers h ON h.name = u.handler

@@ -1,8 +1,10 @@
 -- A workflow's counts stay its jobs as they are when some are deleted (DELETE, bulk-delete,
 -- retention: only finished jobs are ever deleted): the trigger jobwire_workflow_deletions, AFTER
 -- DELETE ON job_executions FOR EACH STATEMENT, with the rows deleted (old_rows), takes them out of
--- their workflows' counts, jobs and users' cancels, one update per workflow in id order. A
--- statement that deletes no job of a workflow looks at its rows once and returns.
+-- their workflows' counts, jobs and users' cancels, one update per workflow in id order, and
+-- deletes their edges (job_dependencies has no foreign keys: this is its ON DELETE CASCADE; only
+-- jobs of workflows have edges). A statement that deletes no job of a workflow looks at its rows
+-- once and returns.
 CREATE OR REPLACE FUNCTION jobwire_workflow_deletions()
 RETURNS trigger
 LANGUAGE plpgsql VOLATILE
@@ -33,6 +35,10 @@ BEGIN
         unfinished = w.unfinished - p.unfinished, updated_at = now()
     FROM per p
     WHERE w.id = p.workflow_id;
+    DELETE FROM job_dependencies d
+    WHERE d.parent_id IN (SELECT o.id FROM old_rows o WHERE o.workflow_id IS NOT NULL);
+    DELETE FROM job_dependencies d
+    WHERE d.child_id IN (SELECT o.id FROM old_rows o WHERE o.workflow_id IS NOT NULL);
     RETURN NULL;
 END
 $function$;
