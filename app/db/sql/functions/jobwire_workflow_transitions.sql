@@ -176,50 +176,50 @@ BEGIN
 
     -- 3. The parents waiting for all their spawned children, once none is unfinished.
     IF spawned THEN
-    UPDATE job_executions p SET wake_at = now()
-    FROM job_waits w
-    WHERE p.id IN (SELECT m.spawner FROM unnest(spawners, now_state) AS m(spawner, now)
-                   WHERE m.spawner IS NOT NULL AND m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
-      AND w.execution_id = p.id AND w.children AND w.resumed_at IS NULL
-      AND p.state = 'WAITING' AND p.suspensions IS NOT NULL AND p.pending_parents IS NULL
-      AND (p.wake_at IS NULL OR p.wake_at > now())
-      AND NOT EXISTS (SELECT 1 FROM job_executions c
-                      WHERE c.spawned_by = p.id AND c.state NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'));
+        UPDATE job_executions p SET wake_at = now()
+        FROM job_waits w
+        WHERE p.id IN (SELECT m.spawner FROM unnest(spawners, now_state) AS m(spawner, now)
+                       WHERE m.spawner IS NOT NULL AND m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
+          AND w.execution_id = p.id AND w.children AND w.resumed_at IS NULL
+          AND p.state = 'WAITING' AND p.suspensions IS NOT NULL AND p.pending_parents IS NULL
+          AND (p.wake_at IS NULL OR p.wake_at > now())
+          AND NOT EXISTS (SELECT 1 FROM job_executions c
+                          WHERE c.spawned_by = p.id AND c.state NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'));
     END IF;
 
     -- 2. The children of the jobs that became terminal (or stopped being terminal).
     IF 'DEAD_LETTER' = ANY(now_state) OR 'CANCELLED' = ANY(now_state) THEN
-    WITH RECURSIVE doomed(id, ref, via_ref, via_id, via_state) AS (
-        SELECT c.id, c.workflow_ref, m.ref, m.id, m.now
-        FROM unnest(ids, refs, was, now_state) AS m(id, ref, was, now)
-        JOIN job_dependencies d ON d.parent_id = m.id
-        JOIN job_executions c ON c.id = d.child_id
-        WHERE m.now IN ('DEAD_LETTER', 'CANCELLED') AND m.was NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')
-          AND c.state || '' = 'WAITING' AND c.on_dependency_failure = 'cancel' AND c.pending_parents IS NOT NULL
-        UNION
-        SELECT c.id, c.workflow_ref, x.ref, x.id, 'CANCELLED'
-        FROM doomed x JOIN job_dependencies d ON d.parent_id = x.id
-        JOIN job_executions c ON c.id = d.child_id
-        WHERE c.state || '' = 'WAITING' AND c.on_dependency_failure = 'cancel' AND c.pending_parents IS NOT NULL
-    ), u AS (
-        UPDATE job_executions e
-        SET state = 'CANCELLED', completed_at = now(), updated_at = now(), locked_by = NULL,
-            error_type = 'dependency_failed',
-            last_error = format('dependency %s (execution %s) ended %s', t.via_ref, t.via_id, t.via_state)
-        FROM (SELECT DISTINCT ON (x.id) x.id, x.via_ref, x.via_id, x.via_state FROM doomed x
-              ORDER BY x.id, x.via_id) AS t
-        WHERE e.id = t.id AND e.state = 'WAITING'
-        RETURNING e.*
-    )
-    INSERT INTO job_events (execution_id, event, type)
-    SELECT u.id, jsonb_build_object('execution_id', u.id, 'job_id', u.job_id, 'job_type', u.job_type,
-                                    'queue', u.queue, 'handler', u.handler, 'new_state', u.state,
-                                    'attempt', u.attempt, 'max_attempts', u.max_attempts,
-                                    'error_type', u.error_type, 'scheduled_at', u.scheduled_at,
-                                    'created_at', u.created_at, 'started_at', u.started_at,
-                                    'completed_at', u.completed_at, 'metadata', u.metadata),
-           'execution.cancelled'
-    FROM u ORDER BY u.id;
+        WITH RECURSIVE doomed(id, ref, via_ref, via_id, via_state) AS (
+            SELECT c.id, c.workflow_ref, m.ref, m.id, m.now
+            FROM unnest(ids, refs, was, now_state) AS m(id, ref, was, now)
+            JOIN job_dependencies d ON d.parent_id = m.id
+            JOIN job_executions c ON c.id = d.child_id
+            WHERE m.now IN ('DEAD_LETTER', 'CANCELLED') AND m.was NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED')
+              AND c.state || '' = 'WAITING' AND c.on_dependency_failure = 'cancel' AND c.pending_parents IS NOT NULL
+            UNION
+            SELECT c.id, c.workflow_ref, x.ref, x.id, 'CANCELLED'
+            FROM doomed x JOIN job_dependencies d ON d.parent_id = x.id
+            JOIN job_executions c ON c.id = d.child_id
+            WHERE c.state || '' = 'WAITING' AND c.on_dependency_failure = 'cancel' AND c.pending_parents IS NOT NULL
+        ), u AS (
+            UPDATE job_executions e
+            SET state = 'CANCELLED', completed_at = now(), updated_at = now(), locked_by = NULL,
+                error_type = 'dependency_failed',
+                last_error = format('dependency %s (execution %s) ended %s', t.via_ref, t.via_id, t.via_state)
+            FROM (SELECT DISTINCT ON (x.id) x.id, x.via_ref, x.via_id, x.via_state FROM doomed x
+                  ORDER BY x.id, x.via_id) AS t
+            WHERE e.id = t.id AND e.state = 'WAITING'
+            RETURNING e.*
+        )
+        INSERT INTO job_events (execution_id, event, type)
+        SELECT u.id, jsonb_build_object('execution_id', u.id, 'job_id', u.job_id, 'job_type', u.job_type,
+                                        'queue', u.queue, 'handler', u.handler, 'new_state', u.state,
+                                        'attempt', u.attempt, 'max_attempts', u.max_attempts,
+                                        'error_type', u.error_type, 'scheduled_at', u.scheduled_at,
+                                        'created_at', u.created_at, 'started_at', u.started_at,
+                                        'completed_at', u.completed_at, 'metadata', u.metadata),
+               'execution.cancelled'
+        FROM u ORDER BY u.id;
     END IF;
     -- Each WAITING child (waiting for parents: pending_parents set) counts its parents that ended,
     -- and again those that stopped being terminal: the children and their counts first, then the
