@@ -541,8 +541,8 @@ async def test_the_last_child_ending_as_its_parent_suspends_for_its_children_nev
     """50 running parents spawn one child each; the children are claimed. Then, per parent, one
     session suspends it for all its children while another records its child's success, started
     together in either order. Whatever the order, no parent is left waiting with every child
-    terminal: each is resumed by its suspend or due for the wake scan, which resumes it (reason
-    `children`), once, and its next dispatch carries the child by the ref it gave, with its state and result."""
+    terminal: each is resumed (reason `children`), once, by its suspend or by its child's end,
+    with no wake scan, and its next dispatch carries the child by the ref it gave, with its state and result."""
     attempts = await processing(db, 50, prefix="parent")
     service = WorkflowService(db, LIMITS)
     child_of: dict[UUID, UUID] = {}
@@ -569,10 +569,7 @@ async def test_the_last_child_ending_as_its_parent_suspends_for_its_children_nev
     await asyncio.gather(*(race(p, i % 2 == 0) for i, p in enumerate(sorted(attempts))))
     assert [r["id"] for r in await sql(db, STRANDED)] == []
     # A suspend that finds every child ended resumes at once (as one that finds its signal does);
-    # the others are due for the scan.
-    await asyncio.sleep(0.01)  # wake_at is the child's commit time: now() of the scan's transaction is later
-    async with db.transaction() as conn:
-        await waits.resume(conn, None)
+    # a child's end that finds its parent waiting resumes it in its own transaction.
     found = await sql(db, "SELECT e.id, e.state, w.reason FROM job_executions e JOIN job_waits w "
                           "ON w.execution_id = e.id WHERE e.id = ANY(:ids)", ids=list(attempts))
     assert {(r["state"], r["reason"]) for r in found} == {("ENQUEUED", "children")}

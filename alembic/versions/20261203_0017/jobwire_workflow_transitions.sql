@@ -19,10 +19,11 @@
 --    children. A child's count is written under its row lock: two parents of one child ending at
 --    once on two nodes queue on it, and the second sees the first's count (one enqueues it).
 -- 3. the parents of spawned jobs that became terminal (POST {callback.url}/children): one WAITING
---    for all its children (suspend `children: "all"`) with none unfinished now is due for the
---    coordinators' wake scan at once (wake_at now; the scan resumes it, reason `children`). Its
---    row is locked before the workflows' rows, whatever it waits for: its suspend holds that lock
---    while it counts its unfinished children, so one of the two sees the other's work.
+--    for all its children (suspend `children: "all"`) with none unfinished now is resumed in this
+--    transaction (reason `children`: ENQUEUED, due now, the same attempt, its event, a NOTIFY).
+--    Its row is locked before the workflows' rows, whatever it waits for: its suspend holds that
+--    lock while it counts its unfinished children, so one of the two sees the other's work. (A
+--    signal it names cannot be waiting: one there at its suspend, or sent since, resumed it.)
 -- The statements on the children fire this trigger again, one level down, for their own rows.
 -- The rows that moved are read from the transition tables once, into arrays the other statements
 -- unnest: past 64 rows by a statement planned for their number (EXECUTE: a cached plan made for a
@@ -49,6 +50,7 @@ DECLARE
     ends boolean;  -- a job became terminal, or stopped being terminal
     spawned boolean;  -- a job a handler spawned moved
     released int;
+    resumed int;
     children uuid[];  -- the WAITING children whose parents' ends moved, and by how many (child_ends)
     child_ends jsonb;
 BEGIN
@@ -174,17 +176,39 @@ BEGIN
            'workflow.' || lower(e.state)
     FROM ended e ORDER BY e.id;
 
-    -- 3. The parents waiting for all their spawned children, once none is unfinished.
+    -- 3. The parents waiting for all their spawned children, once none is unfinished: resumed.
     IF spawned THEN
-        UPDATE job_executions p SET wake_at = now()
-        FROM job_waits w
-        WHERE p.id IN (SELECT m.spawner FROM unnest(spawners, now_state) AS m(spawner, now)
-                       WHERE m.spawner IS NOT NULL AND m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
-          AND w.execution_id = p.id AND w.children AND w.resumed_at IS NULL
-          AND p.state = 'WAITING' AND p.suspensions IS NOT NULL AND p.pending_parents IS NULL
-          AND (p.wake_at IS NULL OR p.wake_at > now())
-          AND NOT EXISTS (SELECT 1 FROM job_executions c
-                          WHERE c.spawned_by = p.id AND c.state NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'));
+        WITH ready AS (
+            SELECT p.id FROM job_executions p JOIN job_waits w ON w.execution_id = p.id
+            WHERE p.id IN (SELECT m.spawner FROM unnest(spawners, now_state) AS m(spawner, now)
+                           WHERE m.spawner IS NOT NULL AND m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
+              AND w.children AND w.resumed_at IS NULL
+              AND p.state = 'WAITING' AND p.suspensions IS NOT NULL AND p.pending_parents IS NULL
+              AND NOT EXISTS (SELECT 1 FROM job_executions c
+                              WHERE c.spawned_by = p.id AND c.state NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
+        ), waits AS (
+            UPDATE job_waits w SET resumed_at = now(), reason = 'children', delivered = CAST('[]' AS jsonb)
+            FROM ready r WHERE w.execution_id = r.id
+        ), u AS (
+            UPDATE job_executions e
+            SET state = 'ENQUEUED', scheduled_at = now(), wake_at = NULL, updated_at = now()
+            FROM ready r
+            WHERE e.id = r.id AND e.state = 'WAITING'
+            RETURNING e.*
+        ), ev AS (
+            INSERT INTO job_events (execution_id, event)
+            SELECT u.id, jsonb_build_object('execution_id', u.id, 'job_id', u.job_id, 'job_type', u.job_type,
+                                            'queue', u.queue, 'handler', u.handler, 'new_state', u.state,
+                                            'attempt', u.attempt, 'max_attempts', u.max_attempts,
+                                            'error_type', u.error_type, 'scheduled_at', u.scheduled_at,
+                                            'created_at', u.created_at, 'started_at', u.started_at,
+                                            'completed_at', u.completed_at, 'metadata', u.metadata)
+            FROM u
+        )
+        SELECT count(*) INTO resumed FROM u;
+        IF resumed > 0 THEN
+            PERFORM pg_notify((SELECT m.value FROM job_meta m WHERE m.key = 'notify_channel'), '');
+        END IF;
     END IF;
 
     -- 2. The children of the jobs that became terminal (or stopped being terminal).
