@@ -58,9 +58,9 @@ SELECT u.id, u.suspensions, u.handler FROM u
 -- every node). Over: a signal it names is there (every one it names is consumed, by this
 -- resumption), else it waits for its spawned children and none is unfinished, else its `until`
 -- came, else its timeout passed. ENQUEUED, due now, the same attempt (a resumption spends none);
--- its wait says why and holds the signals for the dispatch. One not over (its children are
--- resumed for by their ends: jobwire_workflow_transitions) waits on: wake_at back to its until or
--- its timeout.
+-- its wait says why and holds the signals for the dispatch. One not over waits on: wake_at back to
+-- its until or its timeout. (A wait for children is resumed by the last child's end, in that
+-- transaction: jobwire_workflow_transitions.)
 WITH t AS (
     SELECT e.id FROM job_executions e
     WHERE e.state = 'WAITING' AND e.suspensions IS NOT NULL AND e.pending_parents IS NULL
