@@ -169,14 +169,3 @@ def _a_cycle(jobs: Sequence[WorkflowJob], position: Mapping[str, int]) -> list[s
 # The states that settle a parent for its children (the workflow's terminal states: a retry of one
 # makes it unfinished again).
 SETTLED: frozenset[str] = frozenset({"SUCCEEDED", "DEAD_LETTER", "CANCELLED"})
-
-
-def edges_of(jobs: Sequence[WorkflowJob]) -> tuple[list[str], list[str]]:
-    """(parents, children) by ref, one pair per dependency."""
-    parents: list[str] = []
-    children: list[str] = []
-    for job in jobs:
-        for parent in job.depends_on:
-            parents.append(parent)
-            children.append(job.ref)
-    return parents, children

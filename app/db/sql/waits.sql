@@ -15,9 +15,10 @@ FOR UPDATE
 -- A handler's suspend of its attempt: PROCESSING → WAITING, the same attempt, its lease and
 -- deadline dropped (its slot is free); :steps recorded as run-step-once results (a step recorded
 -- before keeps its first result); the wait stored (its number, until, timeout, signals, children).
--- wake_at: the sooner of until and the timeout (the coordinator's wake scan), or now when it waits
--- for its spawned children and none is unfinished (a child's end that commits after this statement
--- waits for its row lock, then sees it WAITING: jobwire_workflow_transitions).
+-- wake_at: the sooner of until and the timeout (the coordinator's wake scan). A wait that is over
+-- already (a signal there, every spawned child ended) is resumed next, in this transaction, by
+-- executions_resume; a child's end that commits after it waits for the row's lock, then sees it
+-- WAITING and resumes it (jobwire_workflow_transitions).
 WITH t AS (
     SELECT e.id, COALESCE(e.suspensions, 0) + 1 AS n FROM job_executions e
     WHERE e.id = :id AND e.attempt = :attempt AND e.state = ANY(CAST(:from_states AS text[]))
@@ -39,11 +40,7 @@ WITH t AS (
 ), u AS (
     UPDATE job_executions e
     SET state = 'WAITING', locked_by = NULL, deadline_at = NULL, suspensions = w.n, pending_parents = NULL,
-        wake_at = CASE WHEN w.children AND NOT EXISTS (
-                           SELECT 1 FROM job_executions c
-                           WHERE c.spawned_by = e.id AND c.state NOT IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
-                       THEN now() ELSE LEAST(w.until, w.timeout_at) END,
-        updated_at = now()
+        wake_at = LEAST(w.until, w.timeout_at), updated_at = now()
     FROM w
     WHERE e.id = w.execution_id AND e.state = ANY(CAST(:from_states AS text[]))
     RETURNING e.*
@@ -58,9 +55,7 @@ SELECT u.id, u.suspensions, u.handler FROM u
 -- every node). Over: a signal it names is there (every one it names is consumed, by this
 -- resumption), else it waits for its spawned children and none is unfinished, else its `until`
 -- came, else its timeout passed. ENQUEUED, due now, the same attempt (a resumption spends none);
--- its wait says why and holds the signals for the dispatch. One not over waits on: wake_at back to
--- its until or its timeout. (A wait for children is resumed by the last child's end, in that
--- transaction: jobwire_workflow_transitions.)
+-- its wait says why and holds the signals for the dispatch; one not over is left as it is.
 WITH t AS (
     SELECT e.id FROM job_executions e
     WHERE e.state = 'WAITING' AND e.suspensions IS NOT NULL AND e.pending_parents IS NULL
@@ -82,10 +77,6 @@ WITH t AS (
                      WHEN r.until <= now() THEN 'timer'
                      WHEN r.timeout_at <= now() THEN 'timeout' END AS reason
     FROM ready r
-), not_over AS (
-    UPDATE job_executions e SET wake_at = LEAST(why.until, why.timeout_at)
-    FROM why
-    WHERE e.id = why.id AND why.reason IS NULL AND e.wake_at IS DISTINCT FROM LEAST(why.until, why.timeout_at)
 ), consumed AS (
     UPDATE job_signals s SET consumed_at = now(), resume = why.n
     FROM why
