@@ -192,8 +192,10 @@ class WorkflowService:
                 if workflow.state != "RUNNING":
                     raise Conflict(f"workflow {workflow_id} is {workflow.state}: jobs are added to a RUNNING "
                                    "workflow only")
-                refs = {j.ref for j in jobs} | {p for j in jobs for p in j.depends_on}
-                known = await self.workflows.known_refs(conn, workflow_id, sorted(refs))
+                # The parents found are known; of the rest, the new refs are looked up (a parent
+                # not found is unknown: the graph check names it).
+                known = frozenset(known_parents) | await self.workflows.known_refs(
+                    conn, workflow_id, sorted({j.ref for j in jobs} - set(known_parents)))
                 self._check_jobs(jobs, queues, known)
                 items, workflow = await self._add(conn, workflow_id, jobs, known_parents)
                 return workflow, items
