@@ -10,9 +10,10 @@ from app.domain.events import EventType
 from app.domain.metrics import QueueDepth
 from app.domain.nodes import Node
 
-# The attempt outcomes the overview charts, and those of them that are failures.
-OUTCOMES = (EventType.SUCCEEDED, EventType.FAILED, EventType.ABANDONED, EventType.DEAD_LETTERED)
-FAILURES = (EventType.FAILED, EventType.ABANDONED, EventType.DEAD_LETTERED)
+# The attempt outcomes the overview charts, and those of them that are failures. A dead-lettering
+# is not one: it is the execution's end, written beside the failed or abandoned attempt it follows.
+OUTCOMES = (EventType.SUCCEEDED, EventType.FAILED, EventType.ABANDONED)
+FAILURES = (EventType.FAILED, EventType.ABANDONED)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,7 @@ from app.ui.render import back, first, form, render
 router = APIRouter()
 
 # The chart's series, bottom to top, each with its CSS class.
-SERIES = (("execution.succeeded", "ok"), ("execution.failed", "failed"), ("execution.abandoned", "abandoned"),
-          ("execution.dead_lettered", "dead"))
+SERIES = (("execution.succeeded", "ok"), ("execution.failed", "failed"), ("execution.abandoned", "abandoned"))
 CHART_WIDTH, CHART_HEIGHT = 600, 120
 
 
