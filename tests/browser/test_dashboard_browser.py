@@ -174,7 +174,7 @@ async def test_pause_and_resume_a_queue(node, handler: HandlerServer, browser_pa
     assert [q["paused"] for q in (await node.get("/v1/queues")).json()["items"] if q["name"] == "billing"] == [False]
 
 
-async def test_the_page_refreshes_its_figures_on_its_own(node, handler: HandlerServer, browser_page):
+async def test_the_page_refreshes_its_figures_on_its_own(node, handler: HandlerServer, db: Database, browser_page):
     page = browser_page
     await register(node, "h", handler.route("/h", lambda r, j: _ok(j)))
     await page.goto(f"{node.server.url}/ui/executions")
@@ -182,10 +182,25 @@ async def test_the_page_refreshes_its_figures_on_its_own(node, handler: HandlerS
     execution_id = await enqueue(node, "h", queue="live", run_at=LATER)
     await page.wait_for_selector(f'tr[data-execution-id="{execution_id}"]', timeout=10_000)
     assert page.url.endswith("/ui/executions")  # no reload: the region was swapped
-    await page.select_option("[data-refresh-interval]", "0")
+    # A selected row holds the refresh back: the user's selection is not swapped away.
+    await sql(db, "UPDATE job_executions SET state = 'DEAD_LETTER', completed_at = now() WHERE id = :id",
+              id=uuid.UUID(execution_id))
+    await page.goto(f"{node.server.url}/ui/dead-letters")
+    await page.check(f'tr[data-execution-id="{execution_id}"] input[type=checkbox]')
     later = await enqueue(node, "h", queue="live", run_at=LATER)
+    await sql(db, "UPDATE job_executions SET state = 'DEAD_LETTER', completed_at = now() WHERE id = :id",
+              id=uuid.UUID(later))
     await asyncio.sleep(3)
-    assert await page.locator(f'tr[data-execution-id="{later}"]').count() == 0  # off: nothing fetched
+    assert await page.locator(f'tr[data-execution-id="{later}"]').count() == 0
+    await page.uncheck(f'tr[data-execution-id="{execution_id}"] input[type=checkbox]')
+    await page.wait_for_selector(f'tr[data-execution-id="{later}"]', timeout=10_000)
+    # Off: nothing is fetched.
+    await page.select_option("[data-refresh-interval]", "0")
+    last = await enqueue(node, "h", queue="live", run_at=LATER)
+    await sql(db, "UPDATE job_executions SET state = 'DEAD_LETTER', completed_at = now() WHERE id = :id",
+              id=uuid.UUID(last))
+    await asyncio.sleep(3)
+    assert await page.locator(f'tr[data-execution-id="{last}"]').count() == 0
 
 
 async def test_sign_in_with_a_key_and_a_read_key_sees_its_buttons_disabled(

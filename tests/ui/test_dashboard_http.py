@@ -79,6 +79,7 @@ async def test_the_overview_shows_each_queue_with_its_depths_and_a_pause_button(
     page = await open_ui.get("/ui")
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
     row = re.search(r'<tr data-queue="mail">(.*?)</tr>', page.text, re.S)
     assert row, page.text
     assert 'data-action="pause"' in row.group(1)

@@ -1,7 +1,7 @@
 // Jobwire's dashboard: live refresh, the only thing the pages need JavaScript for. Every few
 // seconds (the picker's choice, kept in localStorage) it fetches the page's own URL (its filters
 // are in the query string) and swaps each [data-refresh] region for the new one; it waits while
-// the tab is hidden, a row is selected or a form field has the focus.
+// the tab is hidden, a row is selected or a field of a region being typed in has the focus.
 (function () {
   "use strict";
   var KEY = "jobwire.refresh";
@@ -11,7 +11,8 @@
     if (document.hidden) return true;
     if (document.querySelector("input[type=checkbox]:checked")) return true;
     var active = document.activeElement;
-    return !!(active && active.closest && active.closest("[data-refresh]") && /INPUT|SELECT|TEXTAREA/.test(active.tagName));
+    return !!(active && active.closest && active.closest("[data-refresh]") &&
+      active.matches("input:not([type=checkbox]):not([type=radio]), select, textarea"));
   }
 
   function refresh() {
