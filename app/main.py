@@ -52,6 +52,7 @@ from app.services.metrics import MetricsService
 from app.services.executions import ExecutionService
 from app.services.handlers import HandlerService
 from app.services.health import HealthService
+from app.services.dashboard import DashboardService
 from app.services.outcomes import ClaimConfig, OutcomeService
 from app.services.queues import QueueService
 from app.services.retention import PruneConfig, PruneService, PurgeService
@@ -59,6 +60,8 @@ from app.services.schedules import ScheduleLimits, ScheduleService
 from app.services.secrets_at_rest import seal_secrets_at_rest
 from app.services.scheduling import SchedulingConfig, SchedulingService
 from app.startup import StartupFailure, database_failure, secret_key_failure
+from app.ui.app import install as install_dashboard
+from app.ui.context import UiServices
 
 if TYPE_CHECKING:  # imported with JOBWIRE_OTEL only (open_telemetry)
     from app.delivery.telemetry import Telemetry
@@ -224,10 +227,11 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
             coordination = CoordinationService(
                 db, CoordinationConfig(node_id=node_id, heartbeat_timeout=settings.heartbeat_timeout,
                                        queues=tuple(settings.queues) or None))
+            executions = ExecutionService(db)
             app.state.services = Services(
                 enqueue=EnqueueService(db, EnqueueLimits(settings.max_payload_bytes), counters=counters,
                                        telemetry=traces),
-                executions=ExecutionService(db),
+                executions=executions,
                 handlers=HandlerService(db, cipher=cipher, networks=networks),
                 callbacks=callbacks,
                 health=HealthService(db),
@@ -245,6 +249,12 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
                 workflows=WorkflowService(db, EnqueueLimits(settings.max_payload_bytes)),
                 signals=SignalService(db),
             )
+            services = app.state.services
+            # The dashboard (app/ui): the same services, and the server key its cookies are signed with.
+            app.state.ui = UiServices(executions=executions, queues=services.queues, bulk=services.bulk,
+                                      blockers=services.blockers, signals=services.signals,
+                                      dashboard=DashboardService(db, executions, settings.heartbeat_timeout),
+                                      server_key=server_key)
             app.state.node_id = node_id
             # Database keys and whether the API is open (app/api/auth.py); bootstrap keys: create_api.
             app.state.api_key_service = api_keys
@@ -331,5 +341,6 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
                 await asyncio.to_thread(embedded.stop)
         log.info("node %s stopped", node_id, extra=fields(**node))
 
-    return create_api(api_keys=settings.api_keys, max_request_bytes=settings.max_request_bytes,
-                      lifespan=lifespan)
+    app = create_api(api_keys=settings.api_keys, max_request_bytes=settings.max_request_bytes, lifespan=lifespan)
+    install_dashboard(app)
+    return app

@@ -37,6 +37,10 @@ class ApiKeyRepository:
             return None
         return api_key_from(row)
 
+    async def by_id(self, conn: Connection, key_id: UUID) -> ApiKey | None:
+        row = await fetchrow(conn, Q["api_key_by_id"], id=key_id)
+        return None if row is None else api_key_from(row)
+
     async def list(self, conn: Connection) -> list[ApiKey]:
         return [api_key_from(r) for r in await fetch(conn, Q["api_keys_list"])]
 

@@ -137,6 +137,13 @@ class ApiKeyService:
             return cached[0]
         return await self._load(digest, lambda: self._lookup(digest))
 
+    async def principal_by_id(self, key_id: UUID) -> Principal | None:
+        """The database key `key_id` is, read now (not cached: a dashboard session, app/ui, ends
+        with its key's delete); None when it no longer exists."""
+        async with self.db.autocommit() as conn:
+            key = await self.repository.by_id(conn, key_id)
+        return None if key is None else key.principal()
+
     async def is_open(self) -> bool:
         """No key exists at all: none configured, none in the database (cached)."""
         if self.bootstrap:

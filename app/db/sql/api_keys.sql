@@ -44,3 +44,8 @@ RETURNING k.id
 -- 'last_admin' (no other key with scope admin); no row: there is no such key.
 SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM job_api_keys o WHERE o.id <> k.id) THEN 'last' ELSE 'last_admin' END
 FROM job_api_keys k WHERE k.id = :id
+
+-- name: api_key_by_id
+-- A dashboard session's key (app/ui: the signed cookie holds its id), read on each request so a
+-- deleted key's session ends.
+SELECT id, name, scopes, queues, created_at FROM job_api_keys WHERE id = :id

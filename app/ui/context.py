@@ -1,0 +1,29 @@
+"""The services the dashboard's pages call, set on app.state.ui by the composition root."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from starlette.requests import Request
+
+from app.services.blockers import BlockerService
+from app.services.bulk import BulkService
+from app.services.dashboard import DashboardService
+from app.services.executions import ExecutionService
+from app.services.queues import QueueService
+from app.services.signals import SignalService
+
+
+@dataclass(frozen=True, slots=True)
+class UiServices:
+    executions: ExecutionService
+    queues: QueueService
+    bulk: BulkService
+    blockers: BlockerService
+    signals: SignalService
+    dashboard: DashboardService
+    server_key: str = field(repr=False)  # the key every node shares: sessions and CSRF tokens are signed under it
+
+
+def ui_of(request: Request) -> UiServices:
+    return request.app.state.ui
