@@ -37,7 +37,8 @@ SUMMARY_KEYS = {
 # The Jobwire steps --only can name (besides claim_cost and drain_rss), in the order they run.
 STEPS = tuple(SUMMARY_KEYS)
 # The scale steps (bench/scale.py), after the claim cost, each on databases and nodes of its own.
-SCALE_STEPS = ("counts", "saturation", "drain_pruning", "claim_history", "flow", "events", "workflows")
+SCALE_STEPS = ("counts", "saturation", "drain_pruning", "claim_history", "flow", "events", "workflows",
+               "dashboard")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -68,6 +69,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="claim_history: SUCCEEDED rows of history (default 10000000)")
     p.add_argument("--history-backlog", type=int, default=1000,
                    help="claim_history: ENQUEUED rows beside the history (default 1000)")
+    p.add_argument("--dashboard-requests", type=int, default=20,
+                   help="dashboard: requests per page, with --history-rows rows of history (default 20)")
     p.add_argument("--skip-peers", action="store_true", help="no PgQueuer, Procrastinate or pgbench")
     p.add_argument("--quick", action="store_true", help="a smoke run: 1 run, 1,000 jobs, small claim table")
     p.add_argument("--only", default=None,
@@ -94,6 +97,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.runs, args.jobs, args.latency_jobs, args.rss_jobs = 1, 1000, 50, 2000
         args.claim_rows, args.claim_reps, args.pgbench_seconds = 20_000, 20, 3
         args.counts_rows, args.counts_requests, args.prune_rows, args.history_rows = 20_000, 20, 20_000, 20_000
+        args.dashboard_requests = 5
     return args
 
 
@@ -298,6 +302,7 @@ async def run(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
             "claim_rows": args.claim_rows, "claim_batch": args.claim_batch, "claim_reps": args.claim_reps,
             "counts_rows": args.counts_rows, "counts_requests": args.counts_requests, "prune_rows": args.prune_rows,
             "history_rows": args.history_rows, "history_backlog": args.history_backlog,
+            "dashboard_requests": args.dashboard_requests,
             "jobwire_concurrency": args.concurrency, "enqueue_clients": args.clients,
             "cpu_count": os.cpu_count(), "load_average_before": [round(x, 2) for x in load_before],
             "load_average_after": [round(x, 2) for x in os.getloadavg()],

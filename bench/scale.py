@@ -13,7 +13,8 @@ own (the usual steps' node is stopped by then, so each step has the server to it
 - events (bench/events.py): the drain with a subscription to every event type beside one
   without, and how long after it the last event reached the subscriber;
 - workflows (bench/workflows.py): a workflow 1 → 1,000 → 1 beside 1,002 independent jobs, and the
-  database time of the transaction that ends a parent of 10,000 WAITING children.
+  database time of the transaction that ends a parent of 10,000 WAITING children;
+- dashboard (bench/dashboard.py): each page of /ui with --history-rows rows of history.
 """
 
 from __future__ import annotations
@@ -85,6 +86,13 @@ async def run_steps(server: Server, args: argparse.Namespace, steps: list[str],
         log(f"claim_history: median {sizes['0']['median_ms']} ms with no history, "
             f"{sizes[str(args.history_rows)]['median_ms']} ms with {args.history_rows:,} rows "
             f"(× {res['ratio_large_to_small']})")
+    if "dashboard" in steps:
+        from bench.dashboard import dashboard
+
+        out["dashboard"] = res = await dashboard(server, args.history_rows, args.dashboard_requests, log)
+        log(f"dashboard: slowest page {res['slowest']['page']} p50 {res['slowest']['p50_ms']} ms with "
+            f"{args.history_rows:,} rows of history (target ≤ {res['target_p50_ms']:.0f} ms: "
+            f"{'met' if res['met'] else 'NOT met'}); not 200: {res['not_200'] or 'none'}")
     return out
 
 
