@@ -78,41 +78,74 @@ def _label(ref: str) -> str:
     return ref if len(ref) <= LABEL_CHARS else ref[:LABEL_CHARS - 1] + "…"
 
 
+def _curve(x1: float, y1: float, x2: float, y2: float) -> str:
+    bend = max((x2 - x1) / 2, 20)
+    return f"C{x1 + bend:.0f},{y1:.0f} {x2 - bend:.0f},{y2:.0f} {x2:.0f},{y2:.0f}"
+
+
 def layout(jobs: Sequence[WorkflowJobRow], total: int | None = None, cap: int = MAX_NODES) -> Graph:
-    """The graph of `jobs` (the first `cap` by layer, then ref, when there are more)."""
+    """The graph of `jobs` (the first `cap` by layer, then ref, when there are more). An edge that
+    spans layers passes through a free slot of each layer between (a placeholder that takes a row,
+    as in Sugiyama's layering), so it never runs behind another job's box."""
     depth = layers(jobs)
-    by_ref = {j.ref: j for j in jobs}
     order = sorted(jobs, key=lambda j: (depth[j.ref], j.ref))[:cap]
-    columns: dict[int, list[WorkflowJobRow]] = {}
+    drawn = {j.ref: j for j in order}
+    # The items of each layer: jobs (by ref) and placeholders ((parent, child, layer)); each item's
+    # upstream neighbours in the layer before it.
+    columns: dict[int, list[str | tuple[str, str, int]]] = {}
+    upstream: dict[str | tuple[str, str, int], list[str | tuple[str, str, int]]] = {}
     for job in order:
-        columns.setdefault(depth[job.ref], []).append(job)
-    row_of: dict[str, float] = {}
+        columns.setdefault(depth[job.ref], []).append(job.ref)
+        upstream[job.ref] = []
+    for job in order:
+        for parent in dict.fromkeys(job.depends_on):
+            if parent not in drawn or depth[parent] >= depth[job.ref]:
+                continue
+            before: str | tuple[str, str, int] = parent
+            for layer in range(depth[parent] + 1, depth[job.ref]):
+                slot = (parent, job.ref, layer)
+                columns.setdefault(layer, []).append(slot)
+                upstream[slot] = [before]
+                before = slot
+            upstream[job.ref].append(before)
+    row_of: dict[str | tuple[str, str, int], int] = {}
+
+    def centre(item: str | tuple[str, str, int]) -> float:  # the mean row of its upstream items
+        rows = [row_of[u] for u in upstream[item] if u in row_of]
+        return sum(rows) / len(rows) if rows else float("inf")
+
+    def x_of(layer: int) -> float:
+        return MARGIN + layer * (NODE_WIDTH + COLUMN_GAP)
+
+    def y_of(row: int) -> float:
+        return MARGIN + row * (NODE_HEIGHT + ROW_GAP)
+
     nodes: dict[str, Node] = {}
     for layer in sorted(columns):
         column = columns[layer]
-        if layer:  # by the mean row of its drawn parents (a barycentre pass), then ref
-            def centre(job: WorkflowJobRow) -> float:
-                rows = [row_of[p] for p in job.depends_on if p in row_of]
-                return sum(rows) / len(rows) if rows else float("inf")
-
-            column.sort(key=lambda j: (centre(j), j.ref))
-        for i, job in enumerate(column):
-            row_of[job.ref] = i
-            nodes[job.ref] = Node(job.ref, str(job.execution_id), job.state, layer,
-                                  MARGIN + layer * (NODE_WIDTH + COLUMN_GAP), MARGIN + i * (NODE_HEIGHT + ROW_GAP),
-                                  _label(job.ref))
+        if layer:  # by the mean row of their upstream items (a barycentre pass), jobs before slots, then ref
+            column.sort(key=lambda item: (centre(item), isinstance(item, tuple), str(item)))
+        for i, item in enumerate(column):
+            row_of[item] = i
+            if isinstance(item, str):
+                job = drawn[item]
+                nodes[item] = Node(job.ref, str(job.execution_id), job.state, layer, x_of(layer), y_of(i),
+                                   _label(job.ref))
     edges = []
     for child in nodes.values():
-        for parent_ref in by_ref[child.ref].depends_on:
+        for parent_ref in dict.fromkeys(drawn[child.ref].depends_on):
             parent = nodes.get(parent_ref)
-            if parent is None:
+            if parent is None or parent.layer >= child.layer:
                 continue
-            x1, y1 = parent.x + NODE_WIDTH, parent.y + NODE_HEIGHT / 2
-            x2, y2 = child.x, child.y + NODE_HEIGHT / 2
-            bend = max((x2 - x1) / 2, 20)
-            edges.append(Edge(f"M{x1:.0f},{y1:.0f} C{x1 + bend:.0f},{y1:.0f} {x2 - bend:.0f},{y2:.0f} "
-                              f"{x2:.0f},{y2:.0f}", parent.ref, child.ref))
-    deepest = max((n.layer for n in nodes.values()), default=0)
+            x, y = parent.x + NODE_WIDTH, parent.y + NODE_HEIGHT / 2
+            path = f"M{x:.0f},{y:.0f}"
+            for layer in range(parent.layer + 1, child.layer):
+                sx, sy = x_of(layer), y_of(row_of[(parent.ref, child.ref, layer)]) + NODE_HEIGHT / 2
+                path += f" {_curve(x, y, sx, sy)} L{sx + NODE_WIDTH:.0f},{sy:.0f}"
+                x, y = sx + NODE_WIDTH, sy
+            path += " " + _curve(x, y, child.x, child.y + NODE_HEIGHT / 2)
+            edges.append(Edge(path, parent.ref, child.ref))
+    deepest = max(columns, default=0)
     width = MARGIN * 2 + (deepest + 1) * (NODE_WIDTH + COLUMN_GAP) - COLUMN_GAP
     tallest = max((len(c) for c in columns.values()), default=0)
     height = MARGIN * 2 + max(tallest, 1) * (NODE_HEIGHT + ROW_GAP) - ROW_GAP

@@ -39,3 +39,14 @@ def test_beyond_the_cap_the_shallowest_jobs_are_drawn_and_the_graph_says_so():
     assert len(graph.nodes) == 200 and graph.total == 301 and graph.capped
     assert graph.nodes[0].ref == "root" and len(graph.edges) == 199
     assert layout([job("a" * 40)]).nodes[0].label.endswith("…")
+
+
+def test_an_edge_that_spans_layers_passes_through_a_free_slot_not_behind_a_box():
+    graph = layout([job("a"), job("b", "a"), job("c", "a", "b")])
+    long_edge = next(e for e in graph.edges if (e.parent, e.child) == ("a", "c"))
+    short = next(e for e in graph.edges if (e.parent, e.child) == ("a", "b"))
+    assert " L" in long_edge.path and " L" not in short.path
+    b = next(n for n in graph.nodes if n.ref == "b")
+    assert graph.height >= 2 * graph.node_height  # layer 1 holds b and the slot of a → c
+    slot_y = float(long_edge.path.split(" L")[1].split()[0].split(",")[1])
+    assert not b.y <= slot_y <= b.y + graph.node_height
