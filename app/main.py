@@ -254,7 +254,9 @@ def create_app(settings: Settings | None = None, *, background: bool = True,
             app.state.ui = UiServices(executions=executions, queues=services.queues, bulk=services.bulk,
                                       blockers=services.blockers, signals=services.signals,
                                       dashboard=DashboardService(db, executions, settings.heartbeat_timeout),
-                                      server_key=server_key)
+                                      schedules=services.schedules, handlers=services.handlers, keys=services.keys,
+                                      coordination=services.coordination, workflows=services.workflows,
+                                      subscriptions=services.subscriptions, server_key=server_key)
             app.state.node_id = node_id
             # Database keys and whether the API is open (app/api/auth.py); bootstrap keys: create_api.
             app.state.api_key_service = api_keys

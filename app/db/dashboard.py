@@ -34,6 +34,16 @@ class DashboardRepository:
                            queues=_queues(queues))
         return [FailedAttempt(**dict(r)) for r in rows]
 
+    async def in_flight_by_handler(self, conn: Connection, queues: frozenset[str] | None) -> dict[str, int]:
+        rows = await fetch(conn, Q["dashboard_in_flight_by_handler"], queues=_queues(queues))
+        return {r["handler"]: int(r["n"]) for r in rows}
+
+    async def outcomes_by_handler(self, conn: Connection, minutes: int, types: Sequence[str],
+                                  queues: frozenset[str] | None) -> list[tuple[str, str, int]]:
+        rows = await fetch(conn, Q["dashboard_outcomes_by_handler"], minutes=minutes, types=list(types),
+                           queues=_queues(queues))
+        return [(r["handler"], r["type"], int(r["n"])) for r in rows if r["handler"] is not None]
+
     async def steps(self, conn: Connection, execution_id: UUID, limit: int) -> list[Step]:
         rows = await fetch(conn, Q["dashboard_steps"], id=execution_id, limit=limit)
         return [Step(name=r["name"], result=r["result"], completed_at=r["completed_at"]) for r in rows]

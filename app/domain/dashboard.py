@@ -75,3 +75,30 @@ def per_minute(now_minute: datetime, counts: list[OutcomeCount], minutes: int) -
         by_minute.setdefault(c.minute, {})[c.type] = c.count
     start = now_minute - timedelta(minutes=minutes - 1)
     return [MinuteOutcomes(m, by_minute.get(m, {})) for m in (start + timedelta(minutes=i) for i in range(minutes))]
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerActivity:
+    """A handler's calls in flight now and its attempt outcomes of the recent window, by type."""
+
+    in_flight: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def attempts(self) -> int:
+        return sum(self.outcomes.values())
+
+    @property
+    def failure_rate(self) -> float | None:
+        """The share of the window's attempts that failed (None: no attempt ended in it)."""
+        if not self.attempts:
+            return None
+        return sum(self.outcomes.get(t.value, 0) for t in FAILURES) / self.attempts
+
+
+def activity_by_handler(in_flight: dict[str, int], outcomes: list[tuple[str, str, int]]) -> dict[str, HandlerActivity]:
+    """Each handler's activity from the in-flight counts and (handler, type, count) rows."""
+    counts: dict[str, dict[str, int]] = {}
+    for handler, kind, n in outcomes:
+        counts.setdefault(handler, {})[kind] = n
+    return {h: HandlerActivity(in_flight.get(h, 0), counts.get(h, {})) for h in set(in_flight) | set(counts)}

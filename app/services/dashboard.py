@@ -17,7 +17,8 @@ from app.db.dashboard import DashboardRepository
 from app.db.database import Database
 from app.db.nodes import NodeRepository
 from app.db.queues import QueueRepository
-from app.domain.dashboard import FAILURES, OUTCOMES, Overview, Relative, per_minute
+from app.domain.dashboard import (FAILURES, OUTCOMES, HandlerActivity, Overview, Relative, activity_by_handler,
+                                  per_minute)
 from app.domain.steps import Step
 from app.services.executions import ExecutionService
 
@@ -59,6 +60,15 @@ class DashboardService:
             self._overviews.clear()
         self._overviews[queues] = (overview, started + self.cache_seconds)
         return overview
+
+    async def handler_activity(self, queues: frozenset[str] | None = None,
+                               minutes: int = CHART_MINUTES) -> dict[str, HandlerActivity]:
+        """Per handler: its calls in flight and its attempt outcomes of the last `minutes` (the
+        handlers page). A key limited to queues counts those queues' only."""
+        async with self.db.transaction() as conn:
+            in_flight = await self.repository.in_flight_by_handler(conn, queues)
+            outcomes = await self.repository.outcomes_by_handler(conn, minutes, [t.value for t in OUTCOMES], queues)
+        return activity_by_handler(in_flight, outcomes)
 
     def forget(self) -> None:
         """The next overview is read afresh (after a pause or resume from this node)."""

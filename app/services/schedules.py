@@ -90,6 +90,25 @@ class ScheduleService:
         async with self.db.transaction() as conn:
             return await self.schedules.list(conn, queues)
 
+    async def list_with_fires(self, count: int, queues: frozenset[str] | None = None
+                              ) -> list[tuple[Schedule, list[datetime]]]:
+        """Every schedule (as `list`) with its next `count` fire instants as `preview` gives them (a
+        disabled one: none), the database's clock read once for all."""
+        async with self.db.transaction() as conn:
+            schedules = await self.schedules.list(conn, queues)
+            now = await self.schedules.now(conn)
+        out = []
+        for schedule in schedules:
+            fires: list[datetime] = []
+            if schedule.spec.enabled:
+                try:
+                    expr, tz = parse_spec(schedule.spec)
+                    fires = cron.preview(expr, tz, max(now, schedule.updated_at), count)
+                except ValidationFailed:
+                    fires = []
+            out.append((schedule, fires))
+        return out
+
     async def delete(self, job_id: str, queues: frozenset[str] | None = None) -> None:
         """Remove the schedule (its executions stay); every node stops firing it within a tick."""
         async with self.db.transaction() as conn:

@@ -79,6 +79,11 @@ class Viewer:
     def can_operate(self) -> bool:
         return self.may(Scope.OPERATE)
 
+    @property
+    def can_admin(self) -> bool:
+        """Schedules' trigger and delete, subscriptions: what the API keeps to scope admin."""
+        return self.may(Scope.ADMIN)
+
 
 def _keys(request: Request) -> tuple[bytes, ...]:
     return request.app.state.api_keys

@@ -12,11 +12,13 @@ from starlette.responses import RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
 from app.ui.access import Refused, SignInRequired, sign_in_location
-from app.ui.pages import dead_letters, executions, overview, signing_in
+from app.ui.pages import (dead_letters, executions, flow, handlers, nodes, overview, schedules, signing_in,
+                          subscriptions, workflows)
 from app.ui.render import render
 
 # Each page's router; a new page adds its module here and its line to NAV (app/ui/nav.py).
-PAGES = (signing_in.router, overview.router, executions.router, dead_letters.router)
+PAGES = (signing_in.router, overview.router, executions.router, dead_letters.router, workflows.router,
+         schedules.router, handlers.router, flow.router, nodes.router, subscriptions.router)
 
 
 def install(app: FastAPI) -> None:

@@ -19,5 +19,10 @@ NAV = (
     NavItem("Overview", "/ui"),
     NavItem("Executions", "/ui/executions"),
     NavItem("Dead letters", "/ui/dead-letters"),
-    # Still to come (issue 25): Schedules, Handlers, Nodes, Flow control, Workflows, Subscriptions.
+    NavItem("Workflows", "/ui/workflows"),
+    NavItem("Schedules", "/ui/schedules"),
+    NavItem("Handlers", "/ui/handlers"),
+    NavItem("Flow control", "/ui/flow"),
+    NavItem("Nodes", "/ui/nodes"),
+    NavItem("Subscriptions", "/ui/subscriptions"),
 )

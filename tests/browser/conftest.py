@@ -6,10 +6,13 @@ Playwright's own. Screenshots of each page go to test-artifacts/screenshots/ (fo
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import httpx
 import pytest
+
+from tests.conftest import RunningServer
 
 CHROMIUM = os.environ.get("JOBWIRE_TEST_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
@@ -50,3 +53,12 @@ async def screenshot(page, name: str) -> Path:  # noqa: ANN001
     path = SCREENSHOTS / f"{name}.png"
     await page.screenshot(path=str(path), full_page=True)
     return path
+
+
+@pytest.fixture
+async def node(jobwire: Callable[..., Awaitable[RunningServer]]) -> AsyncIterator[httpx.AsyncClient]:
+    server = await jobwire()
+    server.app.state.ui.dashboard.cache_seconds = 0  # what a test stored shows on its next page
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+        client.server = server  # type: ignore[attr-defined]
+        yield client

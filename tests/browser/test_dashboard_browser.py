@@ -6,11 +6,10 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
-import pytest
 from aiohttp import web
 
 from app.db.database import Database
@@ -35,15 +34,6 @@ def failing_then_ok(times: int):  # noqa: ANN201
         return web.json_response({"result": {"sent": True, "attempt": job["attempt"]}})
 
     return behave
-
-
-@pytest.fixture
-async def node(jobwire: Callable[..., Awaitable[RunningServer]]) -> AsyncIterator[httpx.AsyncClient]:
-    server = await jobwire()
-    server.app.state.ui.dashboard.cache_seconds = 0  # what a test stored shows on its next page
-    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
-        client.server = server  # type: ignore[attr-defined]
-        yield client
 
 
 async def enqueue(client: httpx.AsyncClient, handler: str, headers: dict[str, str] | None = None,

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import pytest
 
 from app.db.database import Database
-from tests.api.conftest import LATER, NOWHERE
-from tests.conftest import RunningServer, register, sql
+from tests.api.conftest import LATER
+from tests.conftest import sql
+from tests.ui.conftest import BOOT
 
-BOOT = {"authorization": "Bearer boot"}
 
 
 def csrf_of(page: httpx.Response) -> str:
@@ -33,24 +31,6 @@ async def enqueue(client: httpx.AsyncClient, headers: dict[str, str] | None = No
 async def dead_letter(db: Database, execution_id: str, error: str = "boom") -> None:
     await sql(db, "UPDATE job_executions SET state = 'DEAD_LETTER', started_at = now(), completed_at = now(), "
                   "last_error = :error WHERE id = :id", error=error, id=uuid.UUID(execution_id))
-
-
-@pytest.fixture
-async def open_ui(api_only_server: RunningServer, db: Database) -> AsyncIterator[httpx.AsyncClient]:
-    """A browser-like client of a server without keys (the dashboard is open, CSRF still applies)."""
-    api_only_server.app.state.ui.dashboard.cache_seconds = 0  # each test reads what it stored
-    async with httpx.AsyncClient(base_url=api_only_server.url, timeout=30) as client:
-        await register(client, "h", NOWHERE)
-        yield client
-
-
-@pytest.fixture
-async def keyed(boot_server: RunningServer, db: Database) -> AsyncIterator[httpx.AsyncClient]:
-    boot_server.app.state.ui.dashboard.cache_seconds = 0
-    async with httpx.AsyncClient(base_url=boot_server.url, timeout=30) as client:
-        response = await client.put("/v1/handlers/h", json={"url": NOWHERE}, headers=BOOT)
-        assert response.status_code in (200, 201), response.text
-        yield client
 
 
 async def sign_in(client: httpx.AsyncClient, key: str, next_path: str = "/ui") -> httpx.Response:

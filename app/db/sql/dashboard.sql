@@ -51,3 +51,23 @@ FROM job_executions e
 WHERE e.spawned_by = :id
 ORDER BY ref
 LIMIT :limit
+
+-- name: dashboard_in_flight_by_handler
+-- Calls in flight per handler: the PROCESSING rows through ix_job_executions_processing_handler
+-- (a partial index: as small as the work in flight). :queues: a key limited to queues.
+SELECT e.handler, count(*) AS n
+FROM job_executions e
+WHERE e.state = 'PROCESSING'
+  AND (CAST(:queues AS text[]) IS NULL OR e.queue = ANY(CAST(:queues AS text[])))
+GROUP BY e.handler
+
+-- name: dashboard_outcomes_by_handler
+-- The attempt outcomes of the last :minutes minutes per handler and type: the handlers page's
+-- failure rate, through ix_job_events_occurred_at as the overview's chart.
+SELECT ev.event->>'handler' AS handler, ev.type, count(*) AS n
+FROM job_events ev
+WHERE ev.type IS NOT NULL
+  AND ev.occurred_at >= now() - make_interval(mins => CAST(:minutes AS int))
+  AND ev.type = ANY(CAST(:types AS text[]))
+  AND (CAST(:queues AS text[]) IS NULL OR ev.event->>'queue' = ANY(CAST(:queues AS text[])))
+GROUP BY 1, 2

@@ -1,4 +1,5 @@
-// Jobwire's dashboard: live refresh, the only thing the pages need JavaScript for. Every few
+// Jobwire's dashboard: live refresh, the only thing the pages need JavaScript for (and the
+// question a data-confirm button asks first). Every few
 // seconds (the picker's choice, kept in localStorage) it fetches the page's own URL (its filters
 // are in the query string) and swaps each [data-refresh] region for the new one; it waits while
 // the tab is hidden, a row is selected or a field of a region being typed in has the focus.
@@ -41,6 +42,12 @@
     if (timer) clearInterval(timer);
     timer = seconds > 0 ? setInterval(refresh, seconds * 1000) : null;
   }
+
+  // A button with data-confirm asks first (without JavaScript the form posts at once).
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("button[data-confirm]");
+    if (button && !window.confirm(button.getAttribute("data-confirm"))) event.preventDefault();
+  });
 
   document.addEventListener("DOMContentLoaded", function () {
     var picker = document.querySelector("[data-refresh-interval]");
