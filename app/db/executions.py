@@ -51,7 +51,12 @@ def job_document(job: NewJob) -> dict[str, Any]:
     return doc
 
 
-_FILTER_COLUMNS = ("state", "queue", "handler", "job_id")
+_FILTER_COLUMNS = ("state", "queue", "handler", "job_id", "idempotency_key", "concurrency_key")
+# The metadata filter is a containment, beside the predicate of the partial GIN index
+# ix_job_executions_metadata written as it is there: the planner uses a partial index only for a
+# query whose WHERE implies its predicate, and a parameter cannot prove `<> '{}'`. It changes no
+# answer: a metadata of `{}` (or NULL) contains no key.
+_METADATA_FILTER = "metadata @> CAST(:metadata AS jsonb) AND metadata <> '{}'"
 
 
 class ExecutionRepository:
@@ -85,6 +90,16 @@ class ExecutionRepository:
             if value is not None:
                 where.append(f"{column} = :{column}")
                 params[column] = value
+        if filters.metadata is not None:
+            key, value = filters.metadata
+            where.append(_METADATA_FILTER)
+            params["metadata"] = json_param({key: value})
+        if filters.created_after is not None:
+            where.append("created_at >= :created_after")
+            params["created_after"] = filters.created_after
+        if filters.created_before is not None:
+            where.append("created_at < :created_before")
+            params["created_before"] = filters.created_before
         if after is not None:
             where.append("(created_at < :after_created OR (created_at = :after_created AND id > :after_id))")
             params["after_created"], params["after_id"] = after
