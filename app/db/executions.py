@@ -101,7 +101,10 @@ class ExecutionRepository:
             where.append("created_at < :created_before")
             params["created_before"] = filters.created_before
         if after is not None:
-            where.append("(created_at < :after_created OR (created_at = :after_created AND id > :after_id))")
+            # The first term repeats what the second implies: an index condition, so a later page
+            # starts where the previous one stopped rather than walking the index from the top.
+            where.append("created_at <= :after_created"
+                         " AND (created_at < :after_created OR (created_at = :after_created AND id > :after_id))")
             params["after_created"], params["after_id"] = after
         sql = (
             f"SELECT {', '.join(EXECUTION_COLUMNS)} FROM job_executions"
