@@ -83,7 +83,8 @@ class ExecutionRepository:
         limit: int,
         after: tuple[datetime, UUID] | None = None,
     ) -> list[Execution]:
-        """Newest first; keyset pagination on (created_at DESC, id) after a previous page's last row."""
+        """Newest first; keyset pagination on (created_at DESC, id) after a previous page's last row.
+        Run it in a transaction (a metadata filter sets plan_cache_mode for the transaction)."""
         where, params = [], {"limit": limit}
         for column in _FILTER_COLUMNS:
             value = getattr(filters, column)
@@ -94,6 +95,10 @@ class ExecutionRepository:
             key, value = filters.metadata
             where.append(_METADATA_FILTER)
             params["metadata"] = json_param({key: value})
+            # Planned for its value, in this transaction: a generic plan (which PostgreSQL may
+            # settle on for a prepared statement after five runs) made for a common value walks
+            # the newest first and filters, which reads the whole table for a rare one.
+            await execute(conn, "SET LOCAL plan_cache_mode = force_custom_plan")
         if filters.created_after is not None:
             where.append("created_at >= :created_after")
             params["created_after"] = filters.created_after
