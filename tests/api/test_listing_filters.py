@@ -154,6 +154,10 @@ async def test_the_metadata_value_is_compared_as_a_json_string(h_api: httpx.Asyn
     ({"metadata": "k:" + "x" * 1000}, "metadata"),
     ({"created_after": "2026-12-01T00:00:00"}, "created_after"),  # no offset
     ({"created_before": "yesterday"}, "created_before"),
+    ({"created_before": "1700000000"}, "created_before"),  # epoch seconds are no RFC 3339
+    ({"created_before": "2026-12-01"}, "created_before"),  # nor is a date alone
+    ({"created_after": "0001-01-01T00:00:00+01:00"}, "created_after"),  # before the year 1 in UTC
+    ({"created_before": "9999-12-31T23:59:59-01:00"}, "created_before"),  # after 9999 in UTC
     ({"created_after": "2026-12-01T00:00:00Z", "created_before": "2026-12-01T00:00:00Z"}, "created_after"),
     ({"created_after": "2026-12-02T00:00:00Z", "created_before": "2026-12-01T00:00:00+01:00"}, "created_after"),
     ({"idempotency_key": "not a name"}, "idempotency_key"),

@@ -6,14 +6,13 @@ from typing import Annotated
 from uuid import UUID
 
 from fastapi import APIRouter, Path, Query, Request
-from pydantic import AwareDatetime
 from starlette.responses import Response
 
 from app.api.auth import ManagementRoute, queues_of, requires
 from app.api.executions.models import (AttemptList, BlockerList, EventPage, ExecutionOut, ExecutionPage, LogPage,
                                        SignalIn, SignalPage, SignalSent, StateName)
 from app.api.executions.views import attempt_view, blocker_view, event_view, execution_view, log_view
-from app.api.fields import Name
+from app.api.fields import Name, QueryTime
 from app.api.responses import FastJSON, problems
 from app.api.services import services_of
 from app.domain.access import Scope
@@ -42,9 +41,9 @@ async def list_executions(
     metadata: Annotated[str | None, Query(max_length=1000, description=(
         "`key:value`, split on the first `:`: only executions whose metadata's top-level `key` is the "
         "JSON string `value` (`customer:42` matches `{\"customer\": \"42\"}`, not the number 42)"))] = None,
-    created_after: Annotated[AwareDatetime | None, Query(description=(
+    created_after: Annotated[QueryTime | None, Query(description=(
         "RFC 3339 with an offset: only executions created at or after it"))] = None,
-    created_before: Annotated[AwareDatetime | None, Query(description=(
+    created_before: Annotated[QueryTime | None, Query(description=(
         "RFC 3339 with an offset: only executions created before it (after `created_after`)"))] = None,
     limit: Limit = 50,
     cursor: Cursor = None,
