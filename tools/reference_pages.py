@@ -162,6 +162,7 @@ def value_kinds() -> dict[Any, str]:
     return {None: "text", str: "text", int: "integer", float: "number", Path: "file",
             arguments.json_value: "JSON", arguments.json_object: "a JSON object",
             arguments.positive: "integer ≥ 1", connection.seconds: "seconds, > 0",
+            arguments.metadata_pair: "`KEY:VALUE`", arguments.instant: "RFC 3339 time with an offset",
             jobs.batch_size: "integer", importing.key_prefix: "text",
             # an action that reads its value itself (its type is None): said by its class
             arguments.RateLimitOption: "a rate: `LIMIT/PERIOD`"}
@@ -439,6 +440,8 @@ def responses_table(responses: dict[str, Any]) -> str:
                 bodies.append(problem_link(status))
             elif "$ref" in content.get("schema", {}):
                 bodies.append(schema_link(content["schema"]["$ref"]))
+            elif all("$ref" in option for option in content.get("schema", {}).get("anyOf", [{}])):
+                bodies.append(" or ".join(schema_link(option["$ref"]) for option in content["schema"]["anyOf"]))
             else:
                 bodies.append(f"`{media}`")
         rows.append((status, cell(said), ", ".join(bodies) or "none"))

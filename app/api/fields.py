@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints
+from pydantic import (AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, Strict,
+                      StringConstraints)
 
 from app.domain.names import NAME_PATTERN
 
@@ -49,3 +51,18 @@ def rfc3339_text(value: Any) -> Any:
     if value is not None and not isinstance(value, str):
         raise ValueError("must be an RFC 3339 string with a time zone")
     return value
+
+
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})")
+
+
+def rfc3339_query(value: Any) -> Any:
+    """A `mode="before"` validator of a time in a query parameter: RFC 3339 text with an offset
+    (pydantic would also take a number as epoch seconds, and a date alone)."""
+    if isinstance(value, str) and not _RFC3339.fullmatch(value):
+        raise ValueError("must be an RFC 3339 time with an offset, as 2026-12-01T00:00:00Z")
+    return value
+
+
+# A time in a query parameter: RFC 3339 with an offset, within the years 1-9999 in UTC.
+QueryTime = Annotated[AwareDatetime, BeforeValidator(rfc3339_query), AfterValidator(within_utc_years)]

@@ -29,8 +29,10 @@ class BulkRepository:
         handler is registered (the rows a retry can change)."""
         where, params = [], {"states": [s.value for s in states], "n": n, "as_of": as_of}
         if after is not None:
-            # The statement's order: created_at ascending, then id descending.
-            where.append("AND (created_at > :after_created OR (created_at = :after_created AND id < :after_id))")
+            # The statement's order: created_at ascending, then id descending. The first term repeats
+            # what the second implies, as an index condition: a call starts where the last stopped.
+            where.append("AND created_at >= :after_created"
+                         " AND (created_at > :after_created OR (created_at = :after_created AND id < :after_id))")
             params["after_created"], params["after_id"] = after
         if queues is not None:
             where.append("AND queue = ANY(CAST(:queues AS text[]))")

@@ -160,6 +160,14 @@ Index("uq_job_executions_workflow_ref", job_executions.c.workflow_id, job_execut
       postgresql_where=text("workflow_id IS NOT NULL"))
 Index("uq_job_executions_cron_fire", job_executions.c.job_id, job_executions.c.fire_at,
       job_executions.c.fire_node, unique=True, postgresql_where=text("job_type = 'CRON'"))
+# Revision 20261203_0018: the listing's filters. By metadata (`metadata @> {"key": "value"}`, with
+# this predicate written beside it so the planner can use the index): only jobs with metadata pay
+# for an entry. By concurrency key, in the listing's order (ix_job_executions_keys holds only
+# ENQUEUED jobs).
+Index("ix_job_executions_metadata", job_executions.c["metadata"], postgresql_using="gin",
+      postgresql_ops={"metadata": "jsonb_path_ops"}, postgresql_where=text("metadata <> '{}'::jsonb"))
+Index("ix_job_executions_concurrency_key", job_executions.c.concurrency_key, job_executions.c.created_at.desc(),
+      job_executions.c.id, postgresql_where=text("concurrency_key IS NOT NULL"))
 
 # Revision 20261203_0017: workflows (POST /v1/workflows). A workflow's counts of jobs by state,
 # its unfinished jobs and those a user cancelled are kept by the transitions themselves (the trigger

@@ -126,7 +126,16 @@ class NewJob:
 
 @dataclass(frozen=True, slots=True)
 class ListFilter:
+    """Every filter given must match. `metadata` (key, value): the metadata's top-level `key` holds
+    the JSON string `value` (a number or a boolean of the same text does not match). The window is
+    half-open: `created_after <= created_at < created_before`, so windows that share an end tile."""
+
     state: str | None = None
     queue: str | None = None
     handler: str | None = None
     job_id: str | None = None
+    idempotency_key: str | None = None
+    concurrency_key: str | None = None
+    metadata: tuple[str, str] | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None

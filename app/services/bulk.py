@@ -16,6 +16,10 @@ not taken, so a cancel by queue does not chase the jobs clients keep enqueueing)
 taken (the next call starts after it, so a retried job that dead-letters again at once is not
 taken twice).
 
+A dry run (`dry_run`) makes the same selection and changes nothing: `matched` is the number of
+rows the call would take now (at most `limit`, so its cost is bounded as the call's is; `more` says
+further rows match), what the call's `matched` is if nothing moves in between.
+
 A caller whose API key is limited to queues (`queues`) acts on those queues' executions only: the
 selection is narrowed to them (a `queue` filter naming another matches nothing).
 
@@ -92,6 +96,12 @@ class BulkResult:
         return self.matched - self.changed
 
 
+@dataclass(frozen=True, slots=True)
+class BulkDryRun:
+    matched: int  # rows the call would select now (at most the limit)
+    more: bool  # further rows match beyond the limit
+
+
 class BulkService:
     def __init__(self, db: Database, executions: ExecutionRepository | None = None,
                  handlers: HandlerRepository | None = None, selections: BulkRepository | None = None,
@@ -117,6 +127,13 @@ class BulkService:
             batch = sorted(rows[start:start + self.batch_size])
             changed += await retry_contention(partial(apply, batch))
         return BulkResult(matched=len(rows), changed=changed, next_cursor=next_cursor)
+
+    async def dry_run(self, action: BulkAction, selection: BulkSelection, limit: int = MAX_LIMIT,
+                      queues: frozenset[str] | None = None, cursor: str | None = None) -> BulkDryRun:
+        """A dry run of apply() with the same arguments: the rows it would select now, changing
+        nothing."""
+        rows, next_cursor = await self._select(action, selection, limit, queues, cursor)
+        return BulkDryRun(matched=len(rows), more=next_cursor is not None)
 
     async def _select(self, action: BulkAction, selection: BulkSelection, limit: int,
                       queues: frozenset[str] | None, cursor: str | None) -> tuple[list[tuple[UUID, str]], str | None]:

@@ -71,6 +71,30 @@ def decode_position(cursor: str, times: int) -> list[Any]:
         raise ValidationFailed([FieldError("cursor", "not a cursor this API issued")]) from exc
 
 
+def metadata_filter(text: str) -> tuple[str, str]:
+    """`key:value` (split on the first `:`) as the listing's metadata filter (key, value);
+    ValidationFailed naming `metadata` for text without a `:`, an empty key, or characters a JSON
+    document in PostgreSQL cannot hold (NUL, lone surrogates)."""
+    key, colon, value = text.partition(":")
+    if not colon:
+        why = "expected key:value (the value is compared as a JSON string)"
+    elif not key:
+        why = "the key before `:` is empty"
+    elif "\x00" in text or not _encodable(text):
+        why = "NUL and lone surrogates cannot be stored in metadata"
+    else:
+        return key, value
+    raise ValidationFailed([FieldError("metadata", why)])
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class LogPage:
     items: list[StoredLog]
@@ -138,6 +162,11 @@ class ExecutionService:
 
     async def list(self, filters: ListFilter, limit: int, cursor: str | None,
                    queues: frozenset[str] | None = None) -> Page:
+        """A page of the listing, newest first. ValidationFailed naming `created_after` for an empty
+        window (`created_after` not before `created_before`)."""
+        if (filters.created_after is not None and filters.created_before is not None
+                and filters.created_after >= filters.created_before):
+            raise ValidationFailed([FieldError("created_after", "must be before created_before")])
         after = decode_cursor(cursor) if cursor else None
         async with self.db.transaction() as conn:
             if queues is None:

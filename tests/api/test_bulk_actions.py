@@ -497,3 +497,76 @@ async def test_bulk_cancel_and_retry_race_a_dispatcher_draining_a_backlog(jobwir
         assert sorted(again) == sorted((e, 1) for e in cancelled)
         trails = await _trails(db)
         assert all(_allowed(trails[e]) for e in ids)
+
+
+# --- dry run --------------------------------------------------------------------------------
+
+async def dry_run(api: httpx.AsyncClient, action: str, **body: Any) -> dict[str, Any]:
+    response = await api.post(f"/v1/executions/{action}", json={**body, "dry_run": True})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def snapshot(db: Database) -> list[Any]:
+    """Every execution as stored (and how many events): what a dry run must leave as it is."""
+    rows = await sql(db, "SELECT id, state, attempt, max_attempts, scheduled_at, completed_at, updated_at "
+                         "FROM job_executions ORDER BY id")
+    return [dict(r) for r in rows] + [await scalar(db, "SELECT count(*) FROM job_events")]
+
+
+@pytest.mark.parametrize(("action", "states", "bystander"), [
+    ("bulk-cancel", ("ENQUEUED", "PROCESSING"), "SUCCEEDED"),
+    ("bulk-retry", ("DEAD_LETTER", "CANCELLED"), "SUCCEEDED"),
+    ("bulk-delete", ("SUCCEEDED", "DEAD_LETTER"), "ENQUEUED"),
+])
+@pytest.mark.parametrize("name", FILTERS)
+async def test_a_dry_run_changes_nothing_and_counts_what_the_call_then_changes(api, h, db, action, states, bystander,
+                                                                              name):
+    picked, others = await two_groups(db, api, states)
+    await in_state(db, api, bystander, queue="q1", job_id="j1")
+    body, selected, _ = chosen(name, picked, others, states)
+    before = await snapshot(db)
+    assert await dry_run(api, action, **body) == {"matched": len(selected), "more": False}
+    assert await snapshot(db) == before
+    assert await bulk(api, action, **body) == counts(len(selected), len(selected))
+
+
+async def test_a_dry_run_counts_at_most_limit_and_says_more(api, h, db):
+    ids = [(await enqueue(api, job_id=f"j{i}"))["id"] for i in range(5)]
+    before = await snapshot(db)
+    assert await dry_run(api, "bulk-cancel", handler="h", limit=3) == {"matched": 3, "more": True}
+    assert await dry_run(api, "bulk-cancel", handler="h", limit=5) == {"matched": 5, "more": False}
+    assert await dry_run(api, "bulk-cancel", handler="h") == {"matched": 5, "more": False}  # the default limit
+    assert await snapshot(db) == before
+    # With a call's cursor: what the next call of the repetition would take.
+    first = await bulk_with_cursor(api, "bulk-cancel", handler="h", limit=3)
+    assert without_cursor(first) == counts(3, 3, more=True)
+    assert await dry_run(api, "bulk-cancel", handler="h", limit=3, cursor=first["next_cursor"]) == {
+        "matched": 2, "more": False}
+    assert await bulk(api, "bulk-cancel", handler="h", limit=3, cursor=first["next_cursor"]) == counts(2, 2)
+    assert [await state_of(api, e) for e in ids] == ["CANCELLED"] * 5
+    assert await dry_run(api, "bulk-cancel", handler="h") == {"matched": 0, "more": False}
+
+
+async def test_a_dry_run_of_a_retry_leaves_out_rows_of_a_deleted_handler(api, h, db):
+    await in_state(db, api, "DEAD_LETTER", handler="other")
+    await in_state(db, api, "DEAD_LETTER")
+    assert await dry_run(api, "bulk-retry", state="DEAD_LETTER") == {"matched": 2, "more": False}
+    assert (await api.delete("/v1/handlers/other")).status_code == 204
+    assert await dry_run(api, "bulk-retry", state="DEAD_LETTER") == {"matched": 1, "more": False}
+    assert await bulk(api, "bulk-retry", state="DEAD_LETTER") == counts(1, 1)
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"state": "ENQUEUED", "dry_run": "yes"}, "dry_run"),
+    ({"state": "ENQUEUED", "dry_run": 1}, "dry_run"),
+    ({"state": "SUCCEEDED", "dry_run": True}, "state"),  # refused as the call is
+    ({"dry_run": True}, "body"),
+])
+async def test_a_bad_dry_run_is_422_as_the_call_would_be(api, body, field):
+    assert problem_fields(await api.post("/v1/executions/bulk-cancel", json=body), 422) == [field]
+
+
+async def test_dry_run_false_is_the_call(api, h, db):
+    await enqueue(api)
+    assert await bulk(api, "bulk-cancel", state="ENQUEUED", dry_run=False) == counts(1, 1)

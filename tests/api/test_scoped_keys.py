@@ -407,6 +407,53 @@ async def test_a_bulk_action_of_a_key_of_several_queues_works_through_all_of_the
     assert sorted(e["queue"] for e in items if e["state"] == "CANCELLED") == ["a", "a", "c", "c"]
 
 
+async def test_a_queue_limited_key_lists_by_the_new_filters_within_its_queues(client: httpx.AsyncClient,
+                                                                            queued: dict[str, list[str]]) -> None:
+    """The metadata, key and window filters page across the key's queues, never into another."""
+    tagged = {}
+    for queue in ("a", "b", "c", "a", "c"):
+        job = {"handler": "h", "queue": queue, "run_at": LATER, "metadata": {"team": "ops"},
+               "concurrency_key": "k1", "idempotency_key": f"idem-{len(tagged)}"}
+        response = await client.post("/v1/jobs", json=job, headers=BOOT)
+        tagged[response.json()["id"]] = queue
+    key = bearer((await new_key(client, ["read"], ["a", "c"]))["key"])
+    mine = [i for i, queue in reversed(tagged.items()) if queue != "b"]  # newest first
+    for params in ({"metadata": "team:ops"}, {"concurrency_key": "k1"},
+                   {"metadata": "team:ops", "created_after": "2000-01-01T00:00:00Z", "queue": "a"}):
+        seen, cursor = [], None
+        while True:
+            page = await client.get("/v1/executions", headers=key,
+                                    params={"limit": 1, **params, **({"cursor": cursor} if cursor else {})})
+            assert page.status_code == 200, page.text
+            seen += [e["id"] for e in page.json()["items"]]
+            cursor = page.json()["next_cursor"]
+            if cursor is None:
+                break
+        assert seen == [i for i in mine if params.get("queue") in (None, tagged[i])], params
+    theirs = next(i for i, queue in tagged.items() if queue == "b")
+    other_key = f"idem-{list(tagged).index(theirs)}"
+    assert (await client.get("/v1/executions", params={"idempotency_key": other_key}, headers=key)
+            ).json()["items"] == []
+    assert len((await client.get("/v1/executions", params={"idempotency_key": other_key}, headers=BOOT)
+                ).json()["items"]) == 1
+
+
+async def test_a_queue_limited_keys_dry_run_counts_its_queues_only(client: httpx.AsyncClient,
+                                                                  queued: dict[str, list[str]]) -> None:
+    key = bearer((await new_key(client, ["operate"], ["a", "c"]))["key"])
+    dry = {"state": "ENQUEUED", "dry_run": True}
+    assert (await client.post("/v1/executions/bulk-cancel", json=dry, headers=key)).json() == {
+        "matched": 4, "more": False}
+    assert (await client.post("/v1/executions/bulk-cancel", json={**dry, "queue": "b"}, headers=key)).json() == {
+        "matched": 0, "more": False}
+    assert (await client.post("/v1/executions/bulk-cancel", json={**dry, "ids": queued["b"]}, headers=key)).json() == {
+        "matched": 0, "more": False}
+    states = [e["state"] for e in (await client.get("/v1/executions", headers=BOOT)).json()["items"]]
+    assert states == ["ENQUEUED"] * 6
+    assert counts(await client.post("/v1/executions/bulk-cancel", json={"state": "ENQUEUED"}, headers=key)
+                  ) == (4, 4, False)
+
+
 async def test_a_queue_limited_key_enqueues_only_into_its_queues(client: httpx.AsyncClient, db: Database) -> None:
     assert (await client.put("/v1/handlers/h", json={"url": NOWHERE}, headers=BOOT)).status_code == 201
     key = bearer((await new_key(client, ["enqueue"], ["a"]))["key"])

@@ -604,7 +604,12 @@ async def test_a_bad_url_a_malformed_id_and_bad_json_are_each_one_line_and_a_usa
                        (["workflows", "show", "x"], "argument WORKFLOW_ID: not a workflow id"),
                        (["jobs", "enqueue", "h", "--payload", "{not json"], "argument --payload: not JSON"),
                        (["jobs", "enqueue", "h", "--payload", '{"amount": NaN}'], "NaN is not a JSON number"),
-                       (["jobs", "enqueue", "h", "--payload", "1e400"], "1e400 overflows a float")):
+                       (["jobs", "enqueue", "h", "--payload", "1e400"], "1e400 overflows a float"),
+                       (["executions", "list", "--metadata", "no-colon"], "argument --metadata: not KEY:VALUE"),
+                       (["executions", "list", "--created-after", "2026-12-01T00:00:00"],
+                        "argument --created-after: give its offset"),
+                       (["executions", "list", "--created-before", "soon"],
+                        "argument --created-before: not an RFC 3339 time")):
         done = await jobwire_process(*args, JOBWIRE_URL=unreachable_url())
         assert done.status == 2 and done.out == "", (args, done)
         [line] = done.err.splitlines()
@@ -818,6 +823,42 @@ async def test_bulk_commands_by_filter_repeat_while_more_and_report_totals(
     deleted = await cli("executions", "bulk-delete", "--queue", "bulk", "--yes", "--limit", "4", *url, "--json")
     assert deleted.json()["changed"] == 5 and deleted.json()["requests"] == 2
     assert await states(api, ids) == [None] * 5
+
+
+async def test_bulk_commands_with_dry_run_count_change_nothing_and_ask_nothing(
+        cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient, server: RunningServer) -> None:
+    url = ("--url", server.url)
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    ids = await enqueued(api, 3, "dry")
+    counted = await cli("executions", "bulk-cancel", "--queue", "dry", "--dry-run", *url)  # no --yes, no terminal
+    assert counted.status == 0, counted.err
+    assert counted.out.strip() == "bulk-cancel (dry run): would take 3 executions; nothing changed"
+    limited = await cli("executions", "bulk-cancel", "--queue", "dry", "--limit", "2", "--dry-run", *url, "--json")
+    assert limited.json() == {"matched": 2, "more": True}
+    by_ids = await cli("executions", "bulk-cancel", *ids[:2], "--dry-run", *url, "--json")
+    assert by_ids.json() == {"matched": 2, "more": False}
+    assert await states(api, ids) == ["ENQUEUED"] * 3
+
+
+async def test_executions_list_takes_the_listing_filters(
+        cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient, server: RunningServer) -> None:
+    url = ("--url", server.url)
+    await register(api, "mailer", "http://127.0.0.1:9/mail")
+    jobs = [{"handler": "mailer", "run_at": "2999-01-01T00:00:00Z", "metadata": {"customer": str(i)},
+             "concurrency_key": f"k{i % 2}", "idempotency_key": f"cli-{i}"} for i in range(4)]
+    ids = [(await api.post("/v1/jobs", json=job)).json()["id"] for job in jobs]
+
+    async def listed(*args: str) -> list[str]:
+        done = await cli("executions", "list", *args, *url, "--json")
+        assert done.status == 0, done.err
+        return [e["id"] for e in done.json_lines()]
+
+    assert await listed("--metadata", "customer:2") == [ids[2]]
+    assert await listed("--concurrency-key", "k1") == [ids[3], ids[1]]
+    assert await listed("--idempotency-key", "cli-0") == [ids[0]]
+    assert await listed("--created-after", "2000-01-01T00:00:00+01:00", "--created-before",
+                        "2999-01-01T00:00:00Z", "--metadata", "customer:1") == [ids[1]]
+    assert await listed("--created-before", "2000-01-01T00:00:00Z") == []
 
 
 async def test_bulk_commands_by_ids_act_on_those_without_asking(

@@ -30,6 +30,7 @@ from jobwire import (
     Attempt,
     Blocker,
     Blockers,
+    BulkDryRun,
     BulkResult,
     Circuit,
     ConcurrencyKey,
@@ -254,6 +255,32 @@ async def test_bulk_actions_cancel_retry_and_delete_a_selection(client):
     assert (await client.executions.wait(ids[0], timeout=10)).state == "SUCCEEDED"
     assert (await client.executions.bulk_delete(queue="bulk")).changed == 3
     assert await client.executions.list(queue="bulk") == []
+
+
+async def test_a_bulk_dry_run_counts_and_changes_nothing(client):
+    ids = [(await client.jobs.enqueue("echo", delay_seconds=3600, queue="dry")).id for _ in range(3)]
+    found = await client.executions.bulk_cancel(queue="dry", dry_run=True)
+    assert isinstance(found, BulkDryRun) and (found.matched, found.more) == (3, False)
+    assert (await client.executions.bulk_cancel(queue="dry", limit=2, dry_run=True)).more is True
+    assert {e.state for e in await client.executions.list(queue="dry")} == {"ENQUEUED"}
+    assert (await client.executions.bulk_cancel(queue="dry", dry_run=False)).changed == 3
+    assert (await client.executions.bulk_retry(ids=ids, dry_run=True)).matched == 3
+
+
+async def test_listing_by_the_new_filters(client):
+    keyed = await client.jobs.enqueue("echo", delay_seconds=3600, queue="found", metadata={"customer": "found-42"},
+                                      concurrency_key="c-42", idempotency_key="found-1")
+    await client.jobs.enqueue("echo", delay_seconds=3600, queue="found", metadata={"customer": "found-43"})
+    assert [e.id for e in await client.executions.list(metadata="customer:found-42")] == [keyed.id]
+    assert [e.id for e in await client.executions.list(metadata=("customer", "found-42"))] == [keyed.id]
+    assert [e.id for e in await client.executions.list(concurrency_key="c-42")] == [keyed.id]
+    assert [e.id for e in await client.executions.list(idempotency_key="found-1")] == [keyed.id]
+    window = {"created_after": keyed.created_at, "created_before": keyed.created_at + timedelta(microseconds=1)}
+    assert keyed.id in [e.id for e in await client.executions.list(queue="found", **window)]
+    assert await client.executions.list(queue="found", created_before=keyed.created_at) == []
+    with pytest.raises(ProblemError) as refused:
+        await client.executions.list(metadata="no-colon")
+    assert refused.value.status == 422
 
 
 # --- flow control: a handler's limits, a job's concurrency key, keys paused and listed ------------

@@ -114,6 +114,7 @@ SCHEMAS = {
     models.Signal: ["SignalOut"],
     models.SignalSent: ["SignalSent"],
     models.BulkResult: ["BulkResultOut"],
+    models.BulkDryRun: ["BulkDryRunOut"],
     models.Handler: ["HandlerOut"],
     models.Subscription: ["SubscriptionOut"],
     models.Delivery: ["DeliveryOut"],

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, assert_type
 
 from jobwire import (
+    BulkDryRun,
     AdaptiveLimit,
     ApiKey,
     AsyncJobwireClient,
@@ -138,6 +139,13 @@ def blocking(url: str) -> None:
         assert_type(client.subscriptions.recover("audit", datetime.now(UTC) - timedelta(days=1)), int)
         assert_type(client.executions.bulk_retry(queue="mail", limit=500), BulkResult)
         assert_type(client.executions.bulk_cancel(ids=[execution.id]), BulkResult)
+        assert_type(client.executions.bulk_retry(queue="mail", dry_run=True), BulkDryRun)
+        assert_type(client.executions.bulk_retry(queue="mail", dry_run=False), BulkResult)
+        assert_type(client.executions.bulk_delete(queue="mail", dry_run=bool(execution.attempt)),
+                    BulkResult | BulkDryRun)
+        assert_type(client.executions.page(metadata=("customer", "42"), concurrency_key="k",
+                                           created_after=datetime.now(UTC), created_before="2027-01-01T00:00:00Z",
+                                           idempotency_key="order-7"), Page[Execution])
         schedule = client.schedules.put("nightly", "0 3 * * *", "mailer", timezone="Europe/Paris", enabled=False)
         assert_type(schedule, Schedule)
         assert_type(client.schedules.preview("nightly", count=3), list[datetime])
@@ -190,6 +198,8 @@ async def asynchronous(url: str) -> None:
         assert_type(client.executions.signals(execution.id), AsyncIterator[Signal])
         assert_type(client.executions.logs(execution.id, limit=10), AsyncIterator[LogEntry])
         assert_type(await client.executions.bulk_delete(state="SUCCEEDED"), BulkResult)
+        assert_type(await client.executions.bulk_delete(state="SUCCEEDED", dry_run=True), BulkDryRun)
+        assert_type(client.executions.list(metadata="customer:42"), AsyncIterator[Execution])
         assert_type(await client.schedules.list(), list[Schedule])
         assert_type(await client.queues.list(), list[Queue])
         assert_type(client.handlers.keys("mailer"), AsyncIterator[ConcurrencyKey])

@@ -36,6 +36,8 @@ class BulkSelectionIn(StrictModel):
         MAX_LIMIT, description="the most executions this call selects")
     cursor: str | None = Field(None, max_length=200, description="the previous answer's `next_cursor`, with the same "
                                "filters: this call goes on where that one stopped. Omitted: a first call")
+    dry_run: Annotated[bool, Strict()] = Field(False, description="true: change nothing, answer `{matched, more}`: "
+                                                                  "how many executions this call would take now")
 
     @model_validator(mode="after")
     def _a_filter(self) -> BulkSelectionIn:
@@ -67,6 +69,19 @@ class BulkResultOut(ResponseModel):
                                                 "`more` is false")
 
 
+class BulkDryRunOut(ResponseModel):
+    """A dry run's answer (`dry_run: true`): nothing changed. The same selection as the call would
+    make now, counted: at most `limit` (so a dry run costs no more than the call), with `more` when
+    further executions match. Rows may move before the call, which answers what it did."""
+
+    matched: int = Field(description="executions the call would select now: matching the filters, ones the action "
+                                     "can change, at most `limit`")
+    more: bool = Field(description="further executions match beyond `limit` (the call would answer `more`)")
+
+
+BulkAnswer = BulkResultOut | BulkDryRunOut
+
+
 def _view(result: BulkResult) -> dict[str, object]:
     return {"matched": result.matched, "changed": result.changed, "skipped": result.skipped, "more": result.more,
             "next_cursor": result.next_cursor}
@@ -74,6 +89,9 @@ def _view(result: BulkResult) -> dict[str, object]:
 
 async def _apply(request: Request, action: BulkAction, body: BulkSelectionIn) -> Response:
     s = services_of(request)
+    if body.dry_run:
+        preview = await s.bulk.dry_run(action, body.selection(), body.limit, queues_of(request), body.cursor)
+        return FastJSON({"matched": preview.matched, "more": preview.more})
     return FastJSON(_view(await s.bulk.apply(action, body.selection(), body.limit, queues_of(request), body.cursor)))
 
 
@@ -88,7 +106,7 @@ async def delete_execution(execution_id: UUID, request: Request) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/bulk-retry", operation_id="bulkRetryExecutions", response_model=BulkResultOut)
+@router.post("/bulk-retry", operation_id="bulkRetryExecutions", response_model=BulkAnswer)
 @requires(Scope.OPERATE)
 async def bulk_retry(body: BulkSelectionIn, request: Request) -> Response:
     """DEAD_LETTER and CANCELLED executions → ENQUEUED now, each as a new attempt (as `/retry`);
@@ -97,14 +115,14 @@ async def bulk_retry(body: BulkSelectionIn, request: Request) -> Response:
     return await _apply(request, BulkAction.RETRY, body)
 
 
-@router.post("/bulk-cancel", operation_id="bulkCancelExecutions", response_model=BulkResultOut)
+@router.post("/bulk-cancel", operation_id="bulkCancelExecutions", response_model=BulkAnswer)
 @requires(Scope.OPERATE)
 async def bulk_cancel(body: BulkSelectionIn, request: Request) -> Response:
     """ENQUEUED and PROCESSING executions → CANCELLED (as `/cancel`)."""
     return await _apply(request, BulkAction.CANCEL, body)
 
 
-@router.post("/bulk-delete", operation_id="bulkDeleteExecutions", response_model=BulkResultOut)
+@router.post("/bulk-delete", operation_id="bulkDeleteExecutions", response_model=BulkAnswer)
 @requires(Scope.OPERATE)
 async def bulk_delete(body: BulkSelectionIn, request: Request) -> Response:
     """Delete executions in any state but ENQUEUED and PROCESSING, with their logs, steps and events

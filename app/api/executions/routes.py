@@ -12,11 +12,12 @@ from app.api.auth import ManagementRoute, queues_of, requires
 from app.api.executions.models import (AttemptList, BlockerList, EventPage, ExecutionOut, ExecutionPage, LogPage,
                                        SignalIn, SignalPage, SignalSent, StateName)
 from app.api.executions.views import attempt_view, blocker_view, event_view, execution_view, log_view
-from app.api.fields import Name
+from app.api.fields import Name, QueryTime
 from app.api.responses import FastJSON, problems
 from app.api.services import services_of
 from app.domain.access import Scope
 from app.domain.executions import ListFilter
+from app.services.executions import metadata_filter
 
 router = APIRouter(prefix="/v1/executions", tags=["executions"], route_class=ManagementRoute)
 Limit = Annotated[int, Query(ge=1, le=500, description="items per page")]
@@ -33,13 +34,31 @@ async def list_executions(
     queue: Annotated[Name | None, Query(description="only executions of this queue")] = None,
     handler: Annotated[Name | None, Query(description="only executions of this handler")] = None,
     job_id: Annotated[Name | None, Query(description="only executions of this job_id")] = None,
+    idempotency_key: Annotated[Name | None, Query(description="only the execution enqueued with this "
+                                                              "idempotency key")] = None,
+    concurrency_key: Annotated[Name | None, Query(description="only executions of this concurrency key "
+                                                              "(flow control)")] = None,
+    metadata: Annotated[str | None, Query(max_length=1000, description=(
+        "`key:value`, split on the first `:`: only executions whose metadata's top-level `key` is the "
+        "JSON string `value` (`customer:42` matches `{\"customer\": \"42\"}`, not the number 42)"))] = None,
+    created_after: Annotated[QueryTime | None, Query(description=(
+        "RFC 3339 with an offset: only executions created at or after it"))] = None,
+    created_before: Annotated[QueryTime | None, Query(description=(
+        "RFC 3339 with an offset: only executions created before it (after `created_after`)"))] = None,
     limit: Limit = 50,
     cursor: Cursor = None,
 ) -> Response:
-    """Newest first, `limit` per page; pass `next_cursor` back as `cursor` for the next page."""
+    """Newest first, `limit` per page; pass `next_cursor` back as `cursor` for the next page, with
+    the same filters. Every filter given must match; each is served by an index (the metadata one
+    by a GIN index on the executions that have metadata). A time window is half-open
+    (`created_after <= created_at < created_before`); an empty one, `metadata` without a `:`, or a
+    time without its offset → 422 naming the parameter."""
     s = services_of(request)
-    page = await s.executions.list(ListFilter(state=state, queue=queue, handler=handler, job_id=job_id),
-                                   limit, cursor, queues_of(request))
+    filters = ListFilter(state=state, queue=queue, handler=handler, job_id=job_id, idempotency_key=idempotency_key,
+                         concurrency_key=concurrency_key,
+                         metadata=None if metadata is None else metadata_filter(metadata),
+                         created_after=created_after, created_before=created_before)
+    page = await s.executions.list(filters, limit, cursor, queues_of(request))
     return FastJSON({"items": [execution_view(e) for e in page.items], "next_cursor": page.next_cursor})
 
 

@@ -15,6 +15,7 @@ from jobwire.models import (
     Attempt,
     Blocker,
     Blockers,
+    BulkDryRun,
     BulkResult,
     Circuit,
     ConcurrencyKey,
@@ -48,9 +49,9 @@ from jobwire.models import (
 )
 
 __all__ = ["TERMINAL_STATES", "WORKFLOW_STATES", "AdaptiveLimit", "AddedJobs", "ApiKey", "AsyncJobwireClient",
-           "Attempt", "Blocker", "Blockers", "BulkResult", "Circuit", "ConcurrencyKey", "Debounce", "Delivery", "Event",
-           "EventPage", "Execution", "Handler", "HandlerSecret", "Health", "InvalidResponse", "JobwireClient",
-           "JobwireError", "KeyRate", "LogEntry", "Node", "Page", "ProblemError", "Progress", "Queue", "RateLimit",
-           "Readiness", "Retries", "Schedule", "Signal", "SignalSent", "StreamedEvent", "Subscription",
+           "Attempt", "Blocker", "Blockers", "BulkDryRun", "BulkResult", "Circuit", "ConcurrencyKey", "Debounce",
+           "Delivery", "Event", "EventPage", "Execution", "Handler", "HandlerSecret", "Health", "InvalidResponse",
+           "JobwireClient", "JobwireError", "KeyRate", "LogEntry", "Node", "Page", "ProblemError", "Progress", "Queue",
+           "RateLimit", "Readiness", "Retries", "Schedule", "Signal", "SignalSent", "StreamedEvent", "Subscription",
            "TransitionEvent", "Unavailable", "Workflow", "WorkflowEvent", "WorkflowItem", "WorkflowJob", "WorkflowRef",
            "__version__"]

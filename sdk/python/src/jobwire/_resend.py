@@ -8,8 +8,8 @@ the request went out, then the connection dropped or the read timed out (or some
 Jobwire answered 503). Jobwire may have applied it. A request is sent again after that only when
 doing it twice does no more than doing it once: a read, a DELETE, a PUT of a whole definition, an
 enqueue or a workflow's creation (which always carry an idempotency key) unless it debounces, a
-pause or resume, a bulk cancel or delete of given ids, a subscription's recover. The others raise `Unavailable` with
-`maybe_applied` set, saying how to find out.
+pause or resume, a bulk cancel or delete of given ids, a bulk action's dry run, a subscription's
+recover. The others raise `Unavailable` with `maybe_applied` set, saying how to find out.
 
 A DELETE sent again may find its target gone: a 404 then means what was asked holds, and the
 call returns as if the first reply had arrived.
@@ -40,8 +40,12 @@ SAFE = Resend(True)
 DELETE = Resend(True, gone_is_done=True)
 
 
-def unsafe(reason: str, advice: str, *, safe_with_ids: bool = False) -> Resend:
-    return Resend(False, reason, advice, safe_with_ids=safe_with_ids)
+def unsafe(reason: str, advice: str, *, safe_with_ids: bool = False,
+           with_field: tuple[str, Resend] | None = None) -> Resend:
+    return Resend(False, reason, advice, safe_with_ids=safe_with_ids, with_field=with_field)
+
+
+DRY_RUN = ("dry_run", SAFE)  # a bulk action's dry run (the body says `dry_run` only when true) changes nothing
 
 
 _BULK_BY_FILTER = ("a bulk action by filter selects the executions that match when it runs, and a second run "
@@ -124,15 +128,15 @@ RESEND: Mapping[str, Resend] = {
         "List the execution's signals (client.executions.signals {name}): one of that name sent just now is the "
         "lost request's; send it again if there is none"),
     "listSignals": SAFE,
-    "bulkCancelExecutions": unsafe(_BULK_BY_FILTER, _BULK_ADVICE, safe_with_ids=True),
-    "bulkDeleteExecutions": unsafe(_BULK_BY_FILTER, _BULK_ADVICE, safe_with_ids=True),
+    "bulkCancelExecutions": unsafe(_BULK_BY_FILTER, _BULK_ADVICE, safe_with_ids=True, with_field=DRY_RUN),
+    "bulkDeleteExecutions": unsafe(_BULK_BY_FILTER, _BULK_ADVICE, safe_with_ids=True, with_field=DRY_RUN),
     # Not even by ids: a row the lost try re-enqueued that has failed again since would be retried
     # a second time, as with /retry.
     "bulkRetryExecutions": unsafe(
         "a bulk retry starts a new attempt for each execution it changes, and a second run would retry again "
         "those whose new attempt has already failed (by filter, it would also select others)",
         "List the executions (client.executions.list, or get each of the ids): those ENQUEUED or with a higher "
-        "attempt were retried; send the bulk retry again for the others"),
+        "attempt were retried; send the bulk retry again for the others", with_field=DRY_RUN),
     # the event feed and its stream: reads (a stream reconnects by itself, from its last event)
     "listEvents": SAFE,
     "streamEvents": SAFE,

@@ -15,10 +15,11 @@ from typing import Any, Generic, TypeVar
 from jobwire._resource import Resource, many, one, parse_time, times
 
 __all__ = ["TERMINAL_STATES", "WORKFLOW_STATES", "AdaptiveLimit", "AddedJobs", "ApiKey", "Attempt", "Blocker",
-           "Blockers", "BulkResult", "Circuit", "ConcurrencyKey", "Debounce", "Event", "EventPage", "Execution",
-           "Handler", "HandlerSecret", "Health", "KeyRate", "LogEntry", "Node", "Page", "Progress", "Queue",
-           "RateLimit", "Readiness", "Schedule", "Delivery", "Signal", "SignalSent", "StreamedEvent", "Subscription",
-           "TransitionEvent", "Workflow", "WorkflowEvent", "WorkflowItem", "WorkflowJob", "WorkflowRef", "parse_time"]
+           "Blockers", "BulkDryRun", "BulkResult", "Circuit", "ConcurrencyKey", "Debounce", "Event", "EventPage",
+           "Execution", "Handler", "HandlerSecret", "Health", "KeyRate", "LogEntry", "Node", "Page", "Progress",
+           "Queue", "RateLimit", "Readiness", "Schedule", "Delivery", "Signal", "SignalSent", "StreamedEvent",
+           "Subscription", "TransitionEvent", "Workflow", "WorkflowEvent", "WorkflowItem", "WorkflowJob", "WorkflowRef",
+           "parse_time"]
 
 T = TypeVar("T")
 
@@ -288,6 +289,15 @@ class BulkResult(Resource):
     more: bool
     skipped: int = 0  # matched but left as they were (e.g. a retry whose handler is gone)
     next_cursor: str | None = None  # where the next call starts
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BulkDryRun(Resource):
+    """A bulk action's dry run (`dry_run=True`): nothing changed. `matched`: the executions the
+    call would take now (at most its `limit`); `more`: further ones match beyond it."""
+
+    matched: int
+    more: bool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

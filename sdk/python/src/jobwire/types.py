@@ -126,12 +126,20 @@ class SubscriptionOptions(TypedDict, total=False):
 
 
 class ExecutionFilters(TypedDict, total=False):
-    """The filters of `GET /v1/executions`; `limit` is the page size (default 50, at most 500)."""
+    """The filters of `GET /v1/executions`, every one given must match; `limit` is the page size
+    (default 50, at most 500). `metadata`: `"key:value"` or `(key, value)`, the executions whose
+    metadata's top-level `key` is the JSON string `value`; `created_after` (at or after) and
+    `created_before` (before): a time window, aware datetimes or RFC 3339 text with an offset."""
 
     state: str | None
     queue: str | None
     handler: str | None
     job_id: str | None
+    idempotency_key: str | None
+    concurrency_key: str | None
+    metadata: str | tuple[str, str] | None
+    created_after: datetime | str | None
+    created_before: datetime | str | None
     limit: int | None
 
 

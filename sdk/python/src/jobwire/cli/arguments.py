@@ -4,6 +4,7 @@ in one line."""
 from __future__ import annotations
 
 import argparse
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -94,6 +95,42 @@ def execution_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue")
     parser.add_argument("--handler")
     parser.add_argument("--job-id", dest="job_id")
+
+
+def listing_filters(parser: argparse.ArgumentParser) -> None:
+    """The filters of a listing beside execution_filters: keys, metadata and a time window."""
+    execution_filters(parser)
+    parser.add_argument("--idempotency-key", dest="idempotency_key")
+    parser.add_argument("--concurrency-key", dest="concurrency_key")
+    parser.add_argument("--metadata", type=metadata_pair, metavar="KEY:VALUE",
+                        help="metadata whose top-level KEY is the string VALUE (split on the first `:`)")
+    parser.add_argument("--created-after", dest="created_after", type=instant, metavar="TIME",
+                        help="created at or after TIME (RFC 3339 with an offset, e.g. 2026-12-01T00:00:00Z)")
+    parser.add_argument("--created-before", dest="created_before", type=instant, metavar="TIME",
+                        help="created before TIME (RFC 3339 with an offset)")
+
+
+LISTING_FILTERS = ("state", "queue", "handler", "job_id", "idempotency_key", "concurrency_key", "metadata",
+                   "created_after", "created_before")
+
+
+def metadata_pair(text: str) -> str:
+    """`KEY:VALUE`, as the API takes it (checked here for its `:`)."""
+    key, colon, _ = text.partition(":")
+    if not colon or not key:
+        raise argparse.ArgumentTypeError(f"not KEY:VALUE: {text!r}")
+    return text
+
+
+def instant(text: str) -> str:
+    """An RFC 3339 time with an offset (`Z` or `+01:00`), sent as it is."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an RFC 3339 time: {text!r}") from None
+    if when.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"give its offset (Z, +01:00): {text!r}")
+    return when.isoformat()
 
 
 def given(args: argparse.Namespace, *names: str) -> dict[str, Any]:

@@ -1,12 +1,16 @@
 """`jobwire executions bulk-retry | bulk-cancel | bulk-delete [ID …] [--state S] [--queue Q]
-[--handler H] [--job-id J] [--limit N] [--yes]`.
+[--handler H] [--job-id J] [--limit N] [--yes] [--dry-run]`.
 
 By ids, the executions named are acted on (in requests of at most 10,000 ids). By filter, one
 request acts on at most `--limit` of what matches, so the command sends it again with the
 answer's cursor while the answer says `more` (one pass over what existed at the first request),
 and reports the totals; it asks first on a terminal (`--yes` does not ask,
 and is needed when stdin is not one: a script says what it means). A request that changed and
-skipped nothing while `more` stops the command (exit 1) rather than repeat it forever."""
+skipped nothing while `more` stops the command (exit 1) rather than repeat it forever.
+
+`--dry-run` changes nothing and asks nothing: one request by filter (or one per 10,000 ids) says
+how many executions the action would take now, at most `--limit` (default 10,000), and whether
+more match beyond it."""
 
 from __future__ import annotations
 
@@ -52,6 +56,8 @@ def register(commands: argparse._SubParsersAction[Any], options: argparse.Argume
         execution_filters(command)
         command.add_argument("--limit", type=positive, help=f"executions a request takes (at most {MAX_IDS})")
         command.add_argument("--yes", action="store_true", help="by filter: do not ask first")
+        command.add_argument("--dry-run", dest="dry_run", action="store_true",
+                             help="change nothing: say how many executions it would take now")
         command.set_defaults(run=_run, action_name=action, parser=command)
 
 
@@ -61,6 +67,8 @@ def _run(args: argparse.Namespace) -> int:
         args.parser.error("give execution ids, or at least one of --state, --queue, --handler, --job-id")
     if args.limit is not None and args.limit > MAX_IDS:
         args.parser.error(f"--limit is at most {MAX_IDS}")
+    if args.dry_run:
+        return _dry_run(args, filters)
     if not args.ids:
         _confirm(args, filters)
     totals = Totals()
@@ -88,6 +96,23 @@ def _run(args: argparse.Namespace) -> int:
                 f"({totals.requests} {'request' if totals.requests == 1 else 'requests'})")
     if stalled:
         raise CommandError(f"{name}: stopped: the last request changed nothing though more executions match")
+    return 0
+
+
+def _dry_run(args: argparse.Namespace, filters: dict[str, str]) -> int:
+    matched, more = 0, False
+    with open_client(args) as client:
+        act = getattr(client.executions, f"bulk_{args.action_name}")
+        if args.ids:
+            for start in range(0, len(args.ids), MAX_IDS):
+                matched += act(ids=args.ids[start:start + MAX_IDS], dry_run=True, **filters).matched
+        else:
+            found = act(limit=args.limit, dry_run=True, **filters)
+            matched, more = found.matched, found.more
+    output.said(args, {"matched": matched, "more": more},
+                f"bulk-{args.action_name} (dry run): would take {matched} "
+                f"{'execution' if matched == 1 else 'executions'}{', and more match beyond --limit' if more else ''}; "
+                "nothing changed")
     return 0
 
 

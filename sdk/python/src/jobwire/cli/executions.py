@@ -9,7 +9,7 @@ from itertools import islice
 from typing import Any
 
 from jobwire.cli import bulk, output
-from jobwire.cli.arguments import execution_filters, execution_id, given, json_value, positive
+from jobwire.cli.arguments import LISTING_FILTERS, execution_id, given, json_value, listing_filters, positive
 from jobwire.cli.connection import client_options, open_client
 from jobwire.client import JobwireClient
 from jobwire.models import Execution
@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     commands = group.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     listing = commands.add_parser("list", parents=[options], help="newest first")
-    execution_filters(listing)
+    listing_filters(listing)
     listing.add_argument("--limit", type=positive, default=20, help="at most this many (default %(default)s)")
     listing.set_defaults(run=_list)
 
@@ -67,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def newest(client: JobwireClient, args: argparse.Namespace, limit: int, **filters: str) -> Iterator[Execution]:
     """At most `limit` executions, newest first, asking for no more than that per page."""
-    wanted: dict[str, Any] = {**given(args, "state", "queue", "handler", "job_id"), **filters}
+    wanted: dict[str, Any] = {**given(args, *LISTING_FILTERS), **filters}
     return islice(client.executions.list(limit=min(limit, 500), **wanted), limit)
 
 

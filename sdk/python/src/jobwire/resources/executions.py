@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any, Unpack
+from datetime import datetime
+from typing import Any, Literal, Unpack, overload
 
 from jobwire._protocol import Call, Plan, listed, nothing, paged, path, wait
-from jobwire.models import Attempt, Blockers, BulkResult, Event, Execution, LogEntry, Page, Signal, SignalSent
+from jobwire.models import (Attempt, Blockers, BulkDryRun, BulkResult, Event, Execution, LogEntry, Page, Signal,
+                            SignalSent)
 from jobwire.resources._driver import AsyncDriver, Driver, share_docs
 from jobwire.types import ExecutionFilters, Id, Selection
 
@@ -18,8 +20,14 @@ def get_execution(execution_id: Id) -> Call[Execution]:
 
 
 def list_executions(filters: ExecutionFilters, cursor: str | None = None) -> Call[Page[Execution]]:
-    return Call("listExecutions", "GET", path("executions"), paged(Execution.from_json),
-                params={**filters, "cursor": cursor})
+    params: dict[str, Any] = {**filters, "cursor": cursor}
+    for name in ("created_after", "created_before"):
+        if isinstance(params.get(name), datetime):
+            params[name] = params[name].isoformat()
+    if isinstance(params.get("metadata"), tuple):
+        key, value = params["metadata"]
+        params["metadata"] = f"{key}:{value}"
+    return Call("listExecutions", "GET", path("executions"), paged(Execution.from_json), params=params)
 
 
 def wait_for(execution_id: Id, timeout: float) -> Plan[Execution]:
@@ -73,11 +81,22 @@ def list_signals(execution_id: Id, limit: int | None) -> Call[Page[Signal]]:
 BULK = {"retry": "bulkRetryExecutions", "cancel": "bulkCancelExecutions", "delete": "bulkDeleteExecutions"}
 
 
-def bulk(action: str, selection: Selection | Mapping[str, Any]) -> Call[BulkResult]:
+def _bulk_body(selection: Selection | Mapping[str, Any]) -> dict[str, Any]:
     body: dict[str, Any] = {k: v for k, v in selection.items() if v is not None}
     if "ids" in body:
         body["ids"] = [str(i) for i in body["ids"]]
-    return Call(BULK[action], "POST", path("executions", f"bulk-{action}"), BulkResult.from_json, body=body)
+    return body
+
+
+def bulk(action: str, selection: Selection | Mapping[str, Any]) -> Call[BulkResult]:
+    return Call(BULK[action], "POST", path("executions", f"bulk-{action}"), BulkResult.from_json,
+                body=_bulk_body(selection))
+
+
+def bulk_dry_run(action: str, selection: Selection | Mapping[str, Any]) -> Call[BulkDryRun]:
+    return Call(BULK[action], "POST", path("executions", f"bulk-{action}"), BulkDryRun.from_json,
+                body={**_bulk_body(selection), "dry_run": True})
+
 
 
 class Executions:
@@ -92,7 +111,9 @@ class Executions:
 
     def list(self, **filters: Unpack[ExecutionFilters]) -> Iterator[Execution]:
         """Executions, newest first, following `next_cursor` to the end (filters `state`, `queue`,
-        `handler`, `job_id`; `limit` is the page size, default 50, at most 500)."""
+        `handler`, `job_id`, `idempotency_key`, `concurrency_key`, `metadata` as `"key:value"` or
+        `(key, value)`, and the window `created_after` (at or after) and `created_before` (before);
+        `limit` is the page size, default 50, at most 500)."""
         return self._driver.iterate(list_executions(filters))
 
     def page(self, cursor: str | None = None, **filters: Unpack[ExecutionFilters]) -> Page[Execution]:
@@ -147,20 +168,48 @@ class Executions:
         following cursors (`limit`: page size)."""
         return self._driver.iterate(list_signals(execution_id, limit))
 
-    def bulk_retry(self, **selection: Unpack[Selection]) -> BulkResult:
+    @overload
+    def bulk_retry(self, *, dry_run: Literal[False] = ..., **selection: Unpack[Selection]) -> BulkResult: ...
+    @overload
+    def bulk_retry(self, *, dry_run: Literal[True], **selection: Unpack[Selection]) -> BulkDryRun: ...
+    @overload
+    def bulk_retry(self, *, dry_run: bool, **selection: Unpack[Selection]) -> BulkResult | BulkDryRun: ...
+
+    def bulk_retry(self, *, dry_run: bool = False, **selection: Unpack[Selection]) -> BulkResult | BulkDryRun:
         """DEAD_LETTER and CANCELLED executions → ENQUEUED, each as a new attempt, for the selection
         (`state`, `queue`, `handler`, `job_id`, `ids`; at most `limit`). Repeat while `more`, with
-        `cursor=result.next_cursor`."""
+        `cursor=result.next_cursor`. `dry_run=True`: change nothing and answer a `BulkDryRun`, how
+        many executions the call would take now (`matched`, at most `limit`; `more`)."""
+        if dry_run:
+            return self._driver.run(bulk_dry_run("retry", selection))
         return self._driver.run(bulk("retry", selection))
 
-    def bulk_cancel(self, **selection: Unpack[Selection]) -> BulkResult:
+    @overload
+    def bulk_cancel(self, *, dry_run: Literal[False] = ..., **selection: Unpack[Selection]) -> BulkResult: ...
+    @overload
+    def bulk_cancel(self, *, dry_run: Literal[True], **selection: Unpack[Selection]) -> BulkDryRun: ...
+    @overload
+    def bulk_cancel(self, *, dry_run: bool, **selection: Unpack[Selection]) -> BulkResult | BulkDryRun: ...
+
+    def bulk_cancel(self, *, dry_run: bool = False, **selection: Unpack[Selection]) -> BulkResult | BulkDryRun:
         """ENQUEUED, PROCESSING and WAITING executions → CANCELLED, for the selection. Repeat while `more`, with
-        `cursor=result.next_cursor`."""
+        `cursor=result.next_cursor`. `dry_run=True`: change nothing, answer a `BulkDryRun`."""
+        if dry_run:
+            return self._driver.run(bulk_dry_run("cancel", selection))
         return self._driver.run(bulk("cancel", selection))
 
-    def bulk_delete(self, **selection: Unpack[Selection]) -> BulkResult:
+    @overload
+    def bulk_delete(self, *, dry_run: Literal[False] = ..., **selection: Unpack[Selection]) -> BulkResult: ...
+    @overload
+    def bulk_delete(self, *, dry_run: Literal[True], **selection: Unpack[Selection]) -> BulkDryRun: ...
+    @overload
+    def bulk_delete(self, *, dry_run: bool, **selection: Unpack[Selection]) -> BulkResult | BulkDryRun: ...
+
+    def bulk_delete(self, *, dry_run: bool = False, **selection: Unpack[Selection]) -> BulkResult | BulkDryRun:
         """Delete the selected executions that are finished. Repeat while `more`, with
-        `cursor=result.next_cursor`."""
+        `cursor=result.next_cursor`. `dry_run=True`: change nothing, answer a `BulkDryRun`."""
+        if dry_run:
+            return self._driver.run(bulk_dry_run("delete", selection))
         return self._driver.run(bulk("delete", selection))
 
 
@@ -209,13 +258,43 @@ class AsyncExecutions:
     def signals(self, execution_id: Id, *, limit: int | None = None) -> AsyncIterator[Signal]:
         return self._driver.iterate(list_signals(execution_id, limit))
 
-    async def bulk_retry(self, **selection: Unpack[Selection]) -> BulkResult:
+    @overload
+    async def bulk_retry(self, *, dry_run: Literal[False] = ..., **selection: Unpack[Selection]) -> BulkResult: ...
+    @overload
+    async def bulk_retry(self, *, dry_run: Literal[True], **selection: Unpack[Selection]) -> BulkDryRun: ...
+    @overload
+    async def bulk_retry(self, *, dry_run: bool, **selection: Unpack[Selection]) -> BulkResult | BulkDryRun: ...
+
+    async def bulk_retry(self, *, dry_run: bool = False,
+                          **selection: Unpack[Selection]) -> BulkResult | BulkDryRun:
+        if dry_run:
+            return await self._driver.run(bulk_dry_run("retry", selection))
         return await self._driver.run(bulk("retry", selection))
 
-    async def bulk_cancel(self, **selection: Unpack[Selection]) -> BulkResult:
+    @overload
+    async def bulk_cancel(self, *, dry_run: Literal[False] = ..., **selection: Unpack[Selection]) -> BulkResult: ...
+    @overload
+    async def bulk_cancel(self, *, dry_run: Literal[True], **selection: Unpack[Selection]) -> BulkDryRun: ...
+    @overload
+    async def bulk_cancel(self, *, dry_run: bool, **selection: Unpack[Selection]) -> BulkResult | BulkDryRun: ...
+
+    async def bulk_cancel(self, *, dry_run: bool = False,
+                          **selection: Unpack[Selection]) -> BulkResult | BulkDryRun:
+        if dry_run:
+            return await self._driver.run(bulk_dry_run("cancel", selection))
         return await self._driver.run(bulk("cancel", selection))
 
-    async def bulk_delete(self, **selection: Unpack[Selection]) -> BulkResult:
+    @overload
+    async def bulk_delete(self, *, dry_run: Literal[False] = ..., **selection: Unpack[Selection]) -> BulkResult: ...
+    @overload
+    async def bulk_delete(self, *, dry_run: Literal[True], **selection: Unpack[Selection]) -> BulkDryRun: ...
+    @overload
+    async def bulk_delete(self, *, dry_run: bool, **selection: Unpack[Selection]) -> BulkResult | BulkDryRun: ...
+
+    async def bulk_delete(self, *, dry_run: bool = False,
+                          **selection: Unpack[Selection]) -> BulkResult | BulkDryRun:
+        if dry_run:
+            return await self._driver.run(bulk_dry_run("delete", selection))
         return await self._driver.run(bulk("delete", selection))
 
 
