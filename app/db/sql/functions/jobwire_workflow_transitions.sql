@@ -26,8 +26,10 @@
 --    signal it names cannot be waiting: one there at its suspend, or sent since, resumed it.)
 -- The statements on the children fire this trigger again, one level down, for their own rows.
 -- The rows that moved are read from the transition tables once, into arrays the other statements
--- unnest: past 64 rows by a statement planned for their number (EXECUTE: a cached plan made for a
--- few rows would join 10,000 with 10,000 by nested loops), else by one whose plan is cached.
+-- unnest (one pass of the aggregates over the rows sorted once: the arrays align row by row; an
+-- ORDER BY in each aggregate sorted them seven times): past 64 rows by a statement planned for
+-- their number (EXECUTE: a cached plan made for a few rows would join 10,000 with 10,000 by nested
+-- loops), else by one whose plan is cached.
 -- The other statements use their generic plans (plan_cache_mode): planned again for each call
 -- (custom plans, the plan cache's choice for their array parameters), they cost a children's
 -- outcome batch a fifth of the trigger's time; each walks indexes from the arrays it unnests.
@@ -59,29 +61,29 @@ BEGIN
     END IF;
     IF (SELECT count(*) FROM new_rows) > 64 THEN
     EXECUTE $moved$
-        SELECT array_agg(n.id ORDER BY n.id), array_agg(n.workflow_id ORDER BY n.id),
-               array_agg(n.workflow_ref ORDER BY n.id), array_agg(n.spawned_by ORDER BY n.id),
-               array_agg(o.state ORDER BY n.id),
-               array_agg(n.state ORDER BY n.id),
-               array_agg(CASE WHEN n.state = 'CANCELLED' AND n.error_type IS DISTINCT FROM 'dependency_failed'
-                              THEN 1 ELSE 0 END
-                         - CASE WHEN o.state = 'CANCELLED' AND o.error_type IS DISTINCT FROM 'dependency_failed'
-                                THEN 1 ELSE 0 END ORDER BY n.id)
-        FROM new_rows n JOIN old_rows o ON o.id = n.id
-        WHERE o.workflow_id IS NOT NULL AND o.state IS DISTINCT FROM n.state
+        SELECT array_agg(x.id), array_agg(x.workflow_id), array_agg(x.workflow_ref), array_agg(x.spawned_by),
+               array_agg(x.was), array_agg(x.now), array_agg(x.by_user)
+        FROM (SELECT n.id, n.workflow_id, n.workflow_ref, n.spawned_by, o.state AS was, n.state AS now,
+                     CASE WHEN n.state = 'CANCELLED' AND n.error_type IS DISTINCT FROM 'dependency_failed'
+                          THEN 1 ELSE 0 END
+                     - CASE WHEN o.state = 'CANCELLED' AND o.error_type IS DISTINCT FROM 'dependency_failed'
+                            THEN 1 ELSE 0 END AS by_user
+              FROM new_rows n JOIN old_rows o ON o.id = n.id
+              WHERE o.workflow_id IS NOT NULL AND o.state IS DISTINCT FROM n.state
+              ORDER BY n.id) AS x
     $moved$ INTO ids, workflows, refs, spawners, was, now_state, by_user;
     ELSE
-        SELECT array_agg(n.id ORDER BY n.id), array_agg(n.workflow_id ORDER BY n.id),
-               array_agg(n.workflow_ref ORDER BY n.id), array_agg(n.spawned_by ORDER BY n.id),
-               array_agg(o.state ORDER BY n.id),
-               array_agg(n.state ORDER BY n.id),
-               array_agg(CASE WHEN n.state = 'CANCELLED' AND n.error_type IS DISTINCT FROM 'dependency_failed'
-                              THEN 1 ELSE 0 END
-                         - CASE WHEN o.state = 'CANCELLED' AND o.error_type IS DISTINCT FROM 'dependency_failed'
-                                THEN 1 ELSE 0 END ORDER BY n.id)
+        SELECT array_agg(x.id), array_agg(x.workflow_id), array_agg(x.workflow_ref), array_agg(x.spawned_by),
+               array_agg(x.was), array_agg(x.now), array_agg(x.by_user)
         INTO ids, workflows, refs, spawners, was, now_state, by_user
-        FROM new_rows n JOIN old_rows o ON o.id = n.id
-        WHERE o.workflow_id IS NOT NULL AND o.state IS DISTINCT FROM n.state;
+        FROM (SELECT n.id, n.workflow_id, n.workflow_ref, n.spawned_by, o.state AS was, n.state AS now,
+                     CASE WHEN n.state = 'CANCELLED' AND n.error_type IS DISTINCT FROM 'dependency_failed'
+                          THEN 1 ELSE 0 END
+                     - CASE WHEN o.state = 'CANCELLED' AND o.error_type IS DISTINCT FROM 'dependency_failed'
+                            THEN 1 ELSE 0 END AS by_user
+              FROM new_rows n JOIN old_rows o ON o.id = n.id
+              WHERE o.workflow_id IS NOT NULL AND o.state IS DISTINCT FROM n.state
+              ORDER BY n.id) AS x;
     END IF;
     IF ids IS NULL THEN
         RETURN NULL;
@@ -194,7 +196,8 @@ BEGIN
             SET state = 'ENQUEUED', scheduled_at = now(), wake_at = NULL, updated_at = now()
             FROM ready r
             WHERE e.id = r.id AND e.state = 'WAITING'
-            RETURNING e.*
+            RETURNING e.id, e.job_id, e.job_type, e.queue, e.handler, e.state, e.attempt, e.max_attempts, e.error_type,
+                      e.scheduled_at, e.created_at, e.started_at, e.completed_at, e.metadata
         ), ev AS (
             INSERT INTO job_events (execution_id, event)
             SELECT u.id, jsonb_build_object('execution_id', u.id, 'job_id', u.job_id, 'job_type', u.job_type,
@@ -233,7 +236,8 @@ BEGIN
             FROM (SELECT DISTINCT ON (x.id) x.id, x.via_ref, x.via_id, x.via_state FROM doomed x
                   ORDER BY x.id, x.via_id) AS t
             WHERE e.id = t.id AND e.state = 'WAITING'
-            RETURNING e.*
+            RETURNING e.id, e.job_id, e.job_type, e.queue, e.handler, e.state, e.attempt, e.max_attempts, e.error_type,
+                      e.scheduled_at, e.created_at, e.started_at, e.completed_at, e.metadata
         )
         INSERT INTO job_events (execution_id, event, type)
         SELECT u.id, jsonb_build_object('execution_id', u.id, 'job_id', u.job_id, 'job_type', u.job_type,
@@ -267,7 +271,8 @@ BEGIN
                                 THEN GREATEST(e.scheduled_at, now()) ELSE e.scheduled_at END,
             updated_at = now()
         WHERE e.id = ANY(children) AND e.state || '' = 'WAITING' AND e.pending_parents IS NOT NULL
-        RETURNING e.*
+        RETURNING e.id, e.job_id, e.job_type, e.queue, e.handler, e.state, e.attempt, e.max_attempts, e.error_type,
+                  e.scheduled_at, e.created_at, e.started_at, e.completed_at, e.metadata
     ), ev AS (
         INSERT INTO job_events (execution_id, event)
         SELECT u.id, jsonb_build_object('execution_id', u.id, 'job_id', u.job_id, 'job_type', u.job_type,
