@@ -27,7 +27,6 @@ router = APIRouter()
 DEAD = JobState.DEAD_LETTER
 FILTERS = (Filter("queue", "Queue"), Filter("handler", "Handler"))
 ACTIONS = {"retry": BulkAction.RETRY, "delete": BulkAction.DELETE}
-COUNT_CAP = MAX_LIMIT  # rows counted for a confirmation at most ("10000 or more")
 MAX_PASSES = 1000  # bulk calls of one "all matching" action at most (MAX_LIMIT rows each)
 
 
@@ -82,20 +81,11 @@ def _query_values(request: Request) -> dict[str, list[str]]:
     return values
 
 
-async def count(ui: UiServices, who: Viewer, selection: Selection) -> tuple[int, bool]:
-    """How many rows the action would touch, and whether there are more than counted (COUNT_CAP).
-    Counted through the listing for now; a dry run of the bulk service counts the same selection."""
-    if selection.ids is not None:
-        return len(selection.ids), False
-    filters = ListFilter(state=DEAD.value, queue=selection.queue, handler=selection.handler)
-    n, cursor = 0, None
-    while n < COUNT_CAP:
-        page = await ui.executions.list(filters, 1000, cursor, who.queues)
-        n += len(page.items)
-        cursor = page.next_cursor
-        if cursor is None:
-            return n, False
-    return n, True
+async def count(ui: UiServices, who: Viewer, selection: Selection, action: str) -> tuple[int, bool]:
+    """How many rows the action would touch now, and whether more match than one bulk call takes
+    (MAX_LIMIT): a dry run of the bulk service on the same selection, for the same key."""
+    result = await ui.bulk.dry_run(ACTIONS[action], selection.bulk, MAX_LIMIT, who.queues)
+    return result.matched, result.more
 
 
 @router.get("/ui/dead-letters")
@@ -125,7 +115,7 @@ async def confirm(request: Request) -> Response:
         return back(request, back_to, "Choose retry or delete.", "error", who)
     if selection.ids == ():
         return back(request, back_to, "Select some rows first.", "error", who)
-    n, more = await count(ui_of(request), who, selection)
+    n, more = await count(ui_of(request), who, selection, action)
     return render(request, who, "confirm.html", action=action, selection=selection, count=n, more=more,
                   back_to=back_to)
 

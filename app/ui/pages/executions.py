@@ -15,10 +15,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from app.domain.access import Scope
-from app.domain.errors import JobwireError, NotFound, ValidationFailed
+from app.domain.errors import FieldError, JobwireError, NotFound, ValidationFailed
 from app.domain.executions import Execution, ListFilter
 from app.domain.logs import LogLevel
 from app.domain.states import CANCEL_FROM, MANUAL_RETRY_FROM, JobState
+from app.services.executions import metadata_filter
 from app.ui.access import check_csrf, require, viewer
 from app.ui.context import ui_of
 from app.ui.render import back, first, form, render
@@ -40,11 +41,30 @@ class Filter:
 
 
 # The list's filters, in the form's order: one line each.
+def _time(name: str) -> Callable[[str], datetime]:
+    """A filter's time: RFC 3339 with an offset (`Z` or `+01:00`), as the API takes it."""
+    def parse(text: str) -> datetime:
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError:
+            value = None
+        if value is None or value.tzinfo is None:
+            raise ValidationFailed([FieldError(name, "must be an RFC 3339 time with an offset, as "
+                                                     "2026-12-01T00:00:00Z")])
+        return value
+    return parse
+
+
 FILTERS = (
     Filter("state", "State", choices=tuple(s.value for s in JobState)),
     Filter("queue", "Queue"),
     Filter("handler", "Handler"),
     Filter("job_id", "Job id"),
+    Filter("idempotency_key", "Idempotency key"),
+    Filter("concurrency_key", "Concurrency key"),
+    Filter("metadata", "Metadata", parse=metadata_filter, placeholder="key:value"),
+    Filter("created_after", "Created from", parse=_time("created_after"), placeholder="2026-12-01T00:00:00Z"),
+    Filter("created_before", "Created before", parse=_time("created_before"), placeholder="2026-12-02T00:00:00Z"),
 )
 
 
@@ -60,10 +80,11 @@ def filters_of(request: Request, fields: tuple[Filter, ...] = FILTERS) -> tuple[
 @router.get("/ui/executions")
 async def list_executions(request: Request) -> Response:
     who = await viewer(request)
-    filters, given = filters_of(request)
+    given = {f.name: request.query_params.get(f.name, "").strip() for f in FILTERS}
     cursor = request.query_params.get("cursor") or None
     error = None
     try:
+        filters, given = filters_of(request)
         page = await ui_of(request).executions.list(filters, PAGE_SIZE, cursor, who.queues)
         items, next_cursor = page.items, page.next_cursor
     except ValidationFailed as exc:
