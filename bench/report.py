@@ -71,7 +71,17 @@ def scale_targets(result: dict) -> list[tuple[str, Any, str, float]]:
          _get(jw, "drain_pruning", "ratio_with_to_without"), ">=", 0.8),
         (f"claim with {history_rows:,} rows of history ≤ 1.2× none",
          _get(jw, "claim_history", "ratio_large_to_small"), "<=", 1.2),
+        (f"slowest dashboard page p50 ≤ 100 ms, {_size(result, 'dashboard', 'rows', 'history_rows'):,} rows",
+         _dashboard_p50(jw), "<=", 100.0),
     ]
+
+
+def _dashboard_p50(jw: dict) -> float | None:
+    """The slowest page's p50, none when a page did not answer 200 (its time says nothing)."""
+    step = jw.get("dashboard")
+    if not step or step.get("not_200"):
+        return None
+    return _get(step, "slowest", "p50_ms")
 
 
 def targets(result: dict) -> list[dict[str, Any]]:
@@ -159,7 +169,7 @@ def table(result: dict) -> str:
             lines.append(f"{label:52s}{_fmt(_get(pg, name, 'jobs_per_s')):>10s} jobs/s"
                          f"  (Jobwire sync = {_fmt(_ratio(sync, _get(pg, name, 'jobs_per_s')), 2)}×)")
     lines.extend(scale_table(jw))
-    has_scale = any(jw.get(k) for k in ("counts", "drain_pruning", "claim_history", "saturation"))
+    has_scale = any(jw.get(k) for k in ("counts", "drain_pruning", "claim_history", "saturation", "dashboard"))
     lines.extend(_targets(result, (ISSUE_7, SCALE) if has_scale else (ISSUE_7,)))
     return "\n".join(lines)
 

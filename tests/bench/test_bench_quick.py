@@ -1,6 +1,6 @@
 """The benchmark harness works: `python -m bench --quick --skip-peers` runs end to end and
 writes every figure, the scale steps' (counts, saturation, drain_pruning, claim_history,
-workflows) at their --quick sizes included. No speed is asserted (figures depend on the
+workflows, dashboard) at their --quick sizes included. No speed is asserted (figures depend on the
 machine); only that each one was measured, and that the drains lost nothing and dispatched
 nothing twice."""
 
@@ -47,7 +47,7 @@ def test_quick_run_writes_every_figure(tmp_path):
         assert "Update on job_executions" in plans and "ix_job_executions_claim_all" in plans, plans
     assert jw["claim_cost"]["ratio_large_to_small"] > 0
     assert set(result["ratios"]) >= {"drain_sync_vs_pgqueuer_default", "drain_callback_vs_drain_sync"}
-    assert len(result["targets"]) == 13
+    assert len(result["targets"]) == 14
     assert "Jobwire" in proc.stdout and "targets (issue 7)" in proc.stdout
     assert "targets (operations: counts and scale)" in proc.stdout
     check_scale_figures(result)
@@ -112,8 +112,18 @@ def check_scale_figures(result: dict) -> None:
     assert wf["release"]["runs"][0]["children_enqueued"] == 1000
     assert "Trigger jobwire_workflow_transitions" in wf["release_explained"]["explain"]
 
+    dash = jw["dashboard"]  # every page of /ui with the history, each filter showing the rows it matched
+    assert dash["rows"] == 20_000 and not dash["not_200"]
+    pages = dash["pages"]
+    assert {"nav Overview", "nav Executions", "nav Workflows", "executions metadata", "execution (history)",
+            "executions second page"} <= set(pages)
+    assert pages["executions metadata"]["execution_rows"] == 50  # 100 of tenant-7: the first page of 50
+    assert pages["executions idempotency_key"]["execution_rows"] == 1
+    assert pages["executions state=DEAD_LETTER"]["execution_rows"] == 50
+    assert all(p["p50_ms"] > 0 for p in pages.values())
+
     scale = {t["target"]: t for t in result["targets"] if t["group"] == "operations: counts and scale"}
-    assert len(scale) == 4
+    assert len(scale) == 5
     for name, t in scale.items():
         if "while pruning" in name and dp["with_runs_pruning_nothing"]:
             assert t["value"] is None and t["met"] is None

@@ -25,7 +25,7 @@ def test_only_names_the_scale_steps_and_baseline_refuses_them():
     args = parse_args(["--only", "counts,drain_pruning,claim_history"])
     assert args.only == ["counts", "drain_pruning", "claim_history"] and args.skip_peers
     assert set(SCALE_STEPS) == {"counts", "saturation", "drain_pruning", "claim_history", "flow", "events",
-                                "workflows"}
+                                "workflows", "dashboard"}
     with pytest.raises(SystemExit):
         parse_args(["--only", "counts", "--baseline", "HEAD"])
     assert parse_args(["--only", "workflows", "--runs", "3"]).only == ["workflows"]
@@ -109,7 +109,8 @@ def test_scale_targets_and_table():
         {"jobwire": {}, "peers": {}})}, "meta": {"runs": 3, "jobs": 20_000, "prune_rows": 1_000_000}}
     result["targets"] = report.targets(result)
     scale = [t for t in result["targets"] if t["group"] == report.SCALE]
-    assert [(t["value"], t["met"]) for t in scale] == [(2.0, True), (12.0, False), (None, None), (1.05, True)]
+    assert [(t["value"], t["met"]) for t in scale] == [(2.0, True), (12.0, False), (None, None), (1.05, True),
+                                                       (None, None)]
     assert "1,000,000 finished rows" in scale[0]["target"] and "10,000,000 rows of history" in scale[3]["target"]
     text = report.table(result)
     assert "GET /v1/queues p50 / p95 / max" in text and "NOT met" in text and "targets (issue 7)" not in text
@@ -140,3 +141,15 @@ def test_waldump_summary_and_per_job_figures():
     assert f["postgres_cpu_s_per_1000_jobs"] == 2.0 and f["wal_bytes_per_job"] == 10.0
     assert f["wal_fpi_share"] == round(2 * 8192 / (2 * 15514026), 3)
     assert per_job(phases, ("drain",), 1000)["jobwire_cpu_s_per_1000_jobs"] == 1.0
+
+
+def test_the_dashboard_target_is_its_slowest_page_and_none_when_a_page_failed():
+    page = {"p50_ms": 40.0, "status": 200}
+    step = {"rows": 10_000_000, "pages": {"nav Overview": page}, "slowest": {"page": "nav Overview", "p50_ms": 40.0},
+            "not_200": {}}
+    result = {"jobwire": {"dashboard": step}, "meta": {}}
+    (target,) = [t for t in report.scale_targets(result) if "dashboard" in t[0]]
+    assert target[1:] == (40.0, "<=", 100.0) and "10,000,000 rows" in target[0]
+    step["not_200"] = {"nav Overview": 500}
+    (target,) = [t for t in report.scale_targets(result) if "dashboard" in t[0]]
+    assert target[1] is None
