@@ -1,8 +1,9 @@
 """The dashboard's reads (app/ui) that no API route makes: the overview's figures, an execution's
 steps and its relatives in a workflow.
 
-The overview's figures are the same for every open page of a node: each node reads them at most
-once per `cache_seconds` per set of queues (a key limited to queues sees its own), however many
+The overview's figures and the handlers' activity (calls in flight, outcomes of the last 15
+minutes) are the same for every open page of a node: each node reads them at most once per
+`cache_seconds` per set of queues (a key limited to queues sees its own), however many
 browsers refresh it, so a hundred open dashboards cost the database what one does. A pause or
 resume through the dashboard forgets them at once (`forget`)."""
 
@@ -41,6 +42,7 @@ class DashboardService:
         self.cache_seconds = cache_seconds
         self.clock = clock
         self._overviews: dict[frozenset[str] | None, tuple[Overview, float]] = {}
+        self._activities: dict[frozenset[str] | None, tuple[dict[str, HandlerActivity], float]] = {}
 
     async def overview(self, queues: frozenset[str] | None = None) -> Overview:
         cached = self._overviews.get(queues)
@@ -61,18 +63,29 @@ class DashboardService:
         self._overviews[queues] = (overview, started + self.cache_seconds)
         return overview
 
-    async def handler_activity(self, queues: frozenset[str] | None = None,
-                               minutes: int = CHART_MINUTES) -> dict[str, HandlerActivity]:
-        """Per handler: its calls in flight and its attempt outcomes of the last `minutes` (the
-        handlers page). A key limited to queues counts those queues' only."""
+    async def handler_activity(self, queues: frozenset[str] | None = None) -> dict[str, HandlerActivity]:
+        """Per handler: its calls in flight and its attempt outcomes of the last CHART_MINUTES (the
+        handlers page), read at most once per `cache_seconds` per set of queues, as the overview
+        (the outcomes are the same events the chart reads). A key limited to queues counts those
+        queues' only."""
+        cached = self._activities.get(queues)
+        if cached is not None and cached[1] > self.clock():
+            return cached[0]
+        started = self.clock()
         async with self.db.transaction() as conn:
             in_flight = await self.repository.in_flight_by_handler(conn, queues)
-            outcomes = await self.repository.outcomes_by_handler(conn, minutes, [t.value for t in OUTCOMES], queues)
-        return activity_by_handler(in_flight, outcomes)
+            outcomes = await self.repository.outcomes_by_handler(conn, CHART_MINUTES, [t.value for t in OUTCOMES],
+                                                                 queues)
+        activity = activity_by_handler(in_flight, outcomes)
+        if len(self._activities) > 100:
+            self._activities.clear()
+        self._activities[queues] = (activity, started + self.cache_seconds)
+        return activity
 
     def forget(self) -> None:
-        """The next overview is read afresh (after a pause or resume from this node)."""
+        """The next overview and handler activity are read afresh (after an action from this node)."""
         self._overviews.clear()
+        self._activities.clear()
 
     async def steps(self, execution_id: UUID, queues: frozenset[str] | None = None, limit: int = 200) -> list[Step]:
         await self.executions.get(execution_id, queues)  # NotFound unless visible
