@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from datetime import datetime
 from uuid import UUID
 
 from app.db.database import Connection
@@ -20,13 +20,15 @@ def _queues(queues: frozenset[str] | None) -> list[str] | None:
 
 
 class DashboardRepository:
-    async def outcomes_per_minute(self, conn: Connection, minutes: int, types: Sequence[str],
-                                  queues: frozenset[str] | None) -> tuple[Any, list[OutcomeCount]]:
-        """(the database's current minute, the counts by minute and type of the last `minutes`)."""
-        rows = await fetch(conn, Q["dashboard_outcomes_per_minute"], minutes=minutes, types=list(types),
+    async def outcomes_per_minute(self, conn: Connection, minutes: int, since: datetime | None, types: Sequence[str],
+                                  queues: frozenset[str] | None) -> tuple[datetime, list[OutcomeCount]]:
+        """(the database's current minute, the counts by minute, handler and type from `since`
+        (None: the last `minutes` minutes))."""
+        rows = await fetch(conn, Q["dashboard_outcomes_per_minute"], minutes=minutes, since=since, types=list(types),
                            queues=_queues(queues))
-        counts = [OutcomeCount(minute=r["minute"], type=r["type"], count=int(r["n"])) for r in rows]
-        return (rows[0]["now_minute"] if rows else None), counts
+        counts = [OutcomeCount(minute=r["minute"], handler=r["handler"], type=r["type"], count=int(r["n"]))
+                  for r in rows if r["minute"] is not None]
+        return rows[0]["now_minute"], counts
 
     async def recent_failures(self, conn: Connection, limit: int, types: Sequence[str],
                               queues: frozenset[str] | None) -> list[FailedAttempt]:
@@ -37,12 +39,6 @@ class DashboardRepository:
     async def in_flight_by_handler(self, conn: Connection, queues: frozenset[str] | None) -> dict[str, int]:
         rows = await fetch(conn, Q["dashboard_in_flight_by_handler"], queues=_queues(queues))
         return {r["handler"]: int(r["n"]) for r in rows}
-
-    async def outcomes_by_handler(self, conn: Connection, minutes: int, types: Sequence[str],
-                                  queues: frozenset[str] | None) -> list[tuple[str, str, int]]:
-        rows = await fetch(conn, Q["dashboard_outcomes_by_handler"], minutes=minutes, types=list(types),
-                           queues=_queues(queues))
-        return [(r["handler"], r["type"], int(r["n"])) for r in rows if r["handler"] is not None]
 
     async def steps(self, conn: Connection, execution_id: UUID, limit: int) -> list[Step]:
         rows = await fetch(conn, Q["dashboard_steps"], id=execution_id, limit=limit)

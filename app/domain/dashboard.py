@@ -19,6 +19,7 @@ FAILURES = (EventType.FAILED, EventType.ABANDONED)
 @dataclass(frozen=True, slots=True)
 class OutcomeCount:
     minute: datetime
+    handler: str | None
     type: str
     count: int
 
@@ -67,14 +68,54 @@ class Overview:
     failures: list[FailedAttempt]
 
 
-def per_minute(now_minute: datetime, counts: list[OutcomeCount], minutes: int) -> list[MinuteOutcomes]:
-    """Every minute of the window ending at `now_minute`, oldest first, with its counts (a minute
-    without outcomes is there with none)."""
-    by_minute: dict[datetime, dict[str, int]] = {}
-    for c in counts:
-        by_minute.setdefault(c.minute, {})[c.type] = c.count
-    start = now_minute - timedelta(minutes=minutes - 1)
-    return [MinuteOutcomes(m, by_minute.get(m, {})) for m in (start + timedelta(minutes=i) for i in range(minutes))]
+class OutcomeLedger:
+    """The attempt outcomes of the window's minutes by (handler, type), kept between reads: a
+    minute that has ended is read once, and each read takes only the minutes from the one before
+    the last read's current minute (an outcome is timed at its transaction's start, so one that
+    commits a little after its minute ended is still counted). The chart and the handlers'
+    failure rates are sums of it: the window's events are read once per node, not per refresh."""
+
+    def __init__(self, minutes: int) -> None:
+        self.minutes = minutes
+        self.now_minute: datetime | None = None
+        self.by_minute: dict[datetime, dict[tuple[str | None, str], int]] = {}
+
+    def since(self) -> datetime | None:
+        """The first minute to read again (None: the whole window, nothing is kept yet)."""
+        return None if self.now_minute is None else self.now_minute - timedelta(minutes=1)
+
+    def record(self, now_minute: datetime, since: datetime | None, counts: list[OutcomeCount]) -> None:
+        """The counts read from `since` (None: the window) to `now_minute`, replacing those minutes."""
+        start = now_minute - timedelta(minutes=self.minutes - 1)
+        first = start if since is None else max(since, start)
+        kept = {m: c for m, c in self.by_minute.items() if start <= m < first}
+        for c in counts:
+            if c.minute >= first:
+                kept.setdefault(c.minute, {})[(c.handler, c.type)] = c.count
+        self.by_minute, self.now_minute = kept, now_minute
+
+    def per_minute(self) -> list[MinuteOutcomes]:
+        """Every minute of the window, oldest first, with its counts by type (every handler's; a
+        minute without outcomes is there with none)."""
+        if self.now_minute is None:
+            return []
+        start = self.now_minute - timedelta(minutes=self.minutes - 1)
+        out = []
+        for m in (start + timedelta(minutes=i) for i in range(self.minutes)):
+            counts: dict[str, int] = {}
+            for (_, kind), n in self.by_minute.get(m, {}).items():
+                counts[kind] = counts.get(kind, 0) + n
+            out.append(MinuteOutcomes(m, counts))
+        return out
+
+    def by_handler(self) -> list[tuple[str, str, int]]:
+        """(handler, type, count) over the window."""
+        totals: dict[tuple[str, str], int] = {}
+        for counts in self.by_minute.values():
+            for (handler, kind), n in counts.items():
+                if handler is not None:
+                    totals[(handler, kind)] = totals.get((handler, kind), 0) + n
+        return [(h, k, n) for (h, k), n in totals.items()]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,25 +1,25 @@
 """The dashboard's reads (app/ui) that no API route makes: the overview's figures, an execution's
 steps and its relatives in a workflow.
 
-The overview's figures and the handlers' activity (calls in flight, outcomes of the last 15
-minutes) are the same for every open page of a node: each node reads them at most once per
-`cache_seconds` per set of queues (a key limited to queues sees its own), however many
+The overview's figures are the same for every open page of a node: each node reads them at most
+once per `cache_seconds` per set of queues (a key limited to queues sees its own), however many
 browsers refresh it, so a hundred open dashboards cost the database what one does. A pause or
-resume through the dashboard forgets them at once (`forget`)."""
+resume through the dashboard forgets them at once (`forget`). The attempt outcomes of the last
+15 minutes (the chart, the handlers' failure rates) are kept in a ledger per set of queues: a
+minute that ended is read once, a refresh reads the last two minutes' events, not fifteen."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from uuid import UUID
 
 from app.db.dashboard import DashboardRepository
-from app.db.database import Database
+from app.db.database import Connection, Database
 from app.db.nodes import NodeRepository
 from app.db.queues import QueueRepository
-from app.domain.dashboard import (FAILURES, OUTCOMES, HandlerActivity, Overview, Relative, activity_by_handler,
-                                  per_minute)
+from app.domain.dashboard import (FAILURES, OUTCOMES, HandlerActivity, OutcomeLedger, Overview, Relative,
+                                  activity_by_handler)
 from app.domain.steps import Step
 from app.services.executions import ExecutionService
 
@@ -42,7 +42,8 @@ class DashboardService:
         self.cache_seconds = cache_seconds
         self.clock = clock
         self._overviews: dict[frozenset[str] | None, tuple[Overview, float]] = {}
-        self._activities: dict[frozenset[str] | None, tuple[dict[str, HandlerActivity], float]] = {}
+        # Per set of queues, its outcome ledger and until when it is fresh.
+        self._ledgers: dict[frozenset[str] | None, tuple[OutcomeLedger, float]] = {}
 
     async def overview(self, queues: frozenset[str] | None = None) -> Overview:
         cached = self._overviews.get(queues)
@@ -52,40 +53,45 @@ class DashboardService:
         async with self.db.transaction() as conn:
             depths = [d for d in await self.queue_repository.depth(conn) if queues is None or d.queue in queues]
             nodes = await self.nodes.live(conn, self.heartbeat_timeout)
-            now_minute, counts = await self.repository.outcomes_per_minute(
-                conn, CHART_MINUTES, [t.value for t in OUTCOMES], queues)
+            ledger = await self._outcomes(conn, queues)
             failures = await self.repository.recent_failures(conn, RECENT_FAILURES, [t.value for t in FAILURES],
                                                              queues)
-        now_minute = now_minute or datetime.now(UTC).replace(second=0, microsecond=0)
-        overview = Overview(depths, nodes, per_minute(now_minute, counts, CHART_MINUTES), failures)
+        overview = Overview(depths, nodes, ledger.per_minute(), failures)
         if len(self._overviews) > 100:
             self._overviews.clear()
         self._overviews[queues] = (overview, started + self.cache_seconds)
         return overview
 
     async def handler_activity(self, queues: frozenset[str] | None = None) -> dict[str, HandlerActivity]:
-        """Per handler: its calls in flight and its attempt outcomes of the last CHART_MINUTES (the
-        handlers page), read at most once per `cache_seconds` per set of queues, as the overview
-        (the outcomes are the same events the chart reads). A key limited to queues counts those
-        queues' only."""
-        cached = self._activities.get(queues)
-        if cached is not None and cached[1] > self.clock():
-            return cached[0]
-        started = self.clock()
+        """Per handler: its calls in flight and its attempt outcomes of the last CHART_MINUTES
+        minutes (the handlers page), the outcomes from the same ledger as the overview's chart. A
+        key limited to queues counts those queues' only."""
         async with self.db.transaction() as conn:
             in_flight = await self.repository.in_flight_by_handler(conn, queues)
-            outcomes = await self.repository.outcomes_by_handler(conn, CHART_MINUTES, [t.value for t in OUTCOMES],
-                                                                 queues)
-        activity = activity_by_handler(in_flight, outcomes)
-        if len(self._activities) > 100:
-            self._activities.clear()
-        self._activities[queues] = (activity, started + self.cache_seconds)
-        return activity
+            ledger = await self._outcomes(conn, queues)
+        return activity_by_handler(in_flight, ledger.by_handler())
+
+    async def _outcomes(self, conn: Connection, queues: frozenset[str] | None) -> OutcomeLedger:
+        """The outcome ledger of `queues`, brought up to date at most once per `cache_seconds`:
+        a read takes the minutes since the one before the last read's (the first, the window)."""
+        kept = self._ledgers.get(queues)
+        if kept is not None and kept[1] > self.clock():
+            return kept[0]
+        ledger = kept[0] if kept is not None else OutcomeLedger(CHART_MINUTES)
+        started, since = self.clock(), ledger.since()
+        now_minute, counts = await self.repository.outcomes_per_minute(
+            conn, CHART_MINUTES, since, [t.value for t in OUTCOMES], queues)
+        ledger.record(now_minute, since, counts)
+        if len(self._ledgers) > 100:
+            self._ledgers.clear()
+        self._ledgers[queues] = (ledger, started + self.cache_seconds)
+        return ledger
 
     def forget(self) -> None:
-        """The next overview and handler activity are read afresh (after an action from this node)."""
+        """The next overview is read afresh (after an action from this node); the ledgers' ended
+        minutes are kept."""
         self._overviews.clear()
-        self._activities.clear()
+        self._ledgers = {q: (ledger, 0.0) for q, (ledger, _) in self._ledgers.items()}
 
     async def steps(self, execution_id: UUID, queues: frozenset[str] | None = None, limit: int = 200) -> list[Step]:
         await self.executions.get(execution_id, queues)  # NotFound unless visible

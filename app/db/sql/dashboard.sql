@@ -2,18 +2,24 @@
 -- through an index: the pages are open in many browsers at once, refreshing every few seconds.
 
 -- name: dashboard_outcomes_per_minute
--- The attempt outcomes of the last :minutes minutes by minute and type (the typed rows of
--- job_events through ix_job_events_occurred_at, its partial index on time): the overview's chart,
--- the same on every node. :queues: a key limited to queues (NULL: every queue).
-SELECT date_trunc('minute', ev.occurred_at) AS minute, ev.type, count(*) AS n,
+-- The attempt outcomes by minute, handler and type, from the minute :since (NULL: the window's
+-- first, :minutes minutes back) to now (the typed rows of job_events through
+-- ix_job_events_occurred_at, its partial index on time): the overview's chart and the handlers'
+-- failure rates, the same on every node; a node keeps the minutes that ended and reads from the
+-- one before the last it saw (app/domain/dashboard.py OutcomeLedger). :queues: a key limited to
+-- queues (NULL: every queue).
+SELECT date_trunc('minute', ev.occurred_at) AS minute, ev.event->>'handler' AS handler, ev.type, count(*) AS n,
        date_trunc('minute', now()) AS now_minute
 FROM job_events ev
 WHERE ev.type IS NOT NULL
-  AND ev.occurred_at >= date_trunc('minute', now()) - make_interval(mins => CAST(:minutes AS int) - 1)
+  AND ev.occurred_at >= GREATEST(CAST(:since AS timestamptz),
+                                 date_trunc('minute', now()) - make_interval(mins => CAST(:minutes AS int) - 1))
   AND ev.type = ANY(CAST(:types AS text[]))
   AND (CAST(:queues AS text[]) IS NULL OR ev.event->>'queue' = ANY(CAST(:queues AS text[])))
-GROUP BY 1, 2
-ORDER BY 1, 2
+GROUP BY 1, 2, 3
+UNION ALL  -- the current minute even when no outcome is in the range
+SELECT NULL, NULL, NULL, 0, date_trunc('minute', now())
+ORDER BY 1, 2, 3
 
 -- name: dashboard_recent_failures
 -- The last :limit failed attempts (failed, abandoned, dead-lettered), newest first: the index on
@@ -60,14 +66,3 @@ FROM job_executions e
 WHERE e.state = 'PROCESSING'
   AND (CAST(:queues AS text[]) IS NULL OR e.queue = ANY(CAST(:queues AS text[])))
 GROUP BY e.handler
-
--- name: dashboard_outcomes_by_handler
--- The attempt outcomes of the last :minutes minutes per handler and type: the handlers page's
--- failure rate, through ix_job_events_occurred_at as the overview's chart.
-SELECT ev.event->>'handler' AS handler, ev.type, count(*) AS n
-FROM job_events ev
-WHERE ev.type IS NOT NULL
-  AND ev.occurred_at >= now() - make_interval(mins => CAST(:minutes AS int))
-  AND ev.type = ANY(CAST(:types AS text[]))
-  AND (CAST(:queues AS text[]) IS NULL OR ev.event->>'queue' = ANY(CAST(:queues AS text[])))
-GROUP BY 1, 2
