@@ -15,7 +15,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from app.ui import sessions
-from app.ui.access import COOKIE_PATH, Viewer, keep_browser
+from app.domain.access import Scope
+from app.ui.access import COOKIE_PATH, Viewer, check_csrf, keep_browser, require, viewer
 from app.ui.context import ui_of
 from app.ui.nav import NAV
 
@@ -126,3 +127,13 @@ async def form(request: Request) -> dict[str, list[str]]:
 def first(fields: Mapping[str, list[str]], name: str) -> str | None:
     values = fields.get(name)
     return values[0] if values else None
+
+
+async def acting(request: Request, scope: Scope) -> tuple[Viewer, dict[str, list[str]]]:
+    """A state-changing form's post: its viewer and its fields, once its CSRF token is checked and
+    the viewer's key has `scope` (Refused, 403, else)."""
+    fields = await form(request)
+    who = await viewer(request)
+    check_csrf(first(fields, "csrf"), who.csrf)
+    require(who, scope)
+    return who, fields

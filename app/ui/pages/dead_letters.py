@@ -18,10 +18,10 @@ from app.domain.errors import JobwireError, ValidationFailed
 from app.domain.executions import ListFilter
 from app.domain.states import JobState
 from app.services.bulk import MAX_LIMIT, BulkAction, BulkSelection
-from app.ui.access import Viewer, check_csrf, require, viewer
+from app.ui.access import Viewer, viewer
 from app.ui.context import UiServices, ui_of
-from app.ui.render import back, form, render
-from app.ui.pages.executions import PAGE_SIZE, Filter
+from app.ui.render import acting, back, render
+from app.ui.pages.executions import PAGE_SIZE, Filter, given_of
 
 router = APIRouter()
 DEAD = JobState.DEAD_LETTER
@@ -91,7 +91,7 @@ async def count(ui: UiServices, who: Viewer, selection: Selection, action: str) 
 @router.get("/ui/dead-letters")
 async def dead_letters(request: Request) -> Response:
     who = await viewer(request)
-    given = {f.name: request.query_params.get(f.name, "").strip() for f in FILTERS}
+    given = given_of(request, FILTERS)
     cursor = request.query_params.get("cursor") or None
     filters = ListFilter(state=DEAD.value, **{k: v for k, v in given.items() if v})
     error = None
@@ -122,10 +122,7 @@ async def confirm(request: Request) -> Response:
 
 @router.post("/ui/dead-letters/{action}")
 async def apply(request: Request, action: str) -> Response:
-    fields = await form(request)
-    who = await viewer(request)
-    check_csrf((fields.get("csrf") or [None])[0], who.csrf)
-    require(who, Scope.OPERATE)
+    who, fields = await acting(request, Scope.OPERATE)
     selection = _selection(fields)
     back_to = selection.list_url()
     if action not in ACTIONS:

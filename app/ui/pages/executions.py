@@ -20,9 +20,9 @@ from app.domain.executions import Execution, ListFilter
 from app.domain.logs import LogLevel
 from app.domain.states import CANCEL_FROM, MANUAL_RETRY_FROM, JobState
 from app.services.executions import metadata_filter
-from app.ui.access import check_csrf, require, viewer
+from app.ui.access import viewer
 from app.ui.context import ui_of
-from app.ui.render import back, first, form, render
+from app.ui.render import acting, back, render
 
 router = APIRouter()
 PAGE_SIZE = 50
@@ -68,23 +68,27 @@ FILTERS = (
 )
 
 
-def filters_of(request: Request, fields: tuple[Filter, ...] = FILTERS) -> tuple[ListFilter, dict[str, str]]:
-    """The ListFilter the query string asks for, and the values as given (for the form)."""
-    given = {f.name: request.query_params.get(f.name, "").strip() for f in fields}
-    values = {f.name: f.parse(given[f.name]) for f in fields if given[f.name]}
+def given_of(request: Request, fields: tuple[Filter, ...] = FILTERS) -> dict[str, str]:
+    """The filters' values as the query string gives them (the form shows them back)."""
+    return {f.name: request.query_params.get(f.name, "").strip() for f in fields}
+
+
+def list_filter(given: dict[str, str]) -> ListFilter:
+    """The ListFilter of the list's filters as given; ValidationFailed naming a filter that does not parse."""
+    values = {f.name: f.parse(given[f.name]) for f in FILTERS if given[f.name]}
     if "state" in values and values["state"] not in {s.value for s in JobState}:
         values.pop("state")
-    return ListFilter(**values), given
+    return ListFilter(**values)
 
 
 @router.get("/ui/executions")
 async def list_executions(request: Request) -> Response:
     who = await viewer(request)
-    given = {f.name: request.query_params.get(f.name, "").strip() for f in FILTERS}
+    given = given_of(request)
     cursor = request.query_params.get("cursor") or None
     error = None
     try:
-        filters, given = filters_of(request)
+        filters = list_filter(given)
         page = await ui_of(request).executions.list(filters, PAGE_SIZE, cursor, who.queues)
         items, next_cursor = page.items, page.next_cursor
     except ValidationFailed as exc:
@@ -144,10 +148,7 @@ async def execution_page(request: Request, execution_id: str) -> Response:
 
 @router.post("/ui/executions/{execution_id}/{action}")
 async def act(request: Request, execution_id: str, action: str) -> Response:
-    fields = await form(request)
-    who = await viewer(request)
-    check_csrf(first(fields, "csrf"), who.csrf)
-    require(who, Scope.OPERATE)
+    who, fields = await acting(request, Scope.OPERATE)
     page = f"/ui/executions/{execution_id}"
     found = _uuid(execution_id)
     if found is None or action not in ("cancel", "retry"):

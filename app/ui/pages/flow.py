@@ -16,9 +16,9 @@ from app.domain.access import Scope, require_every_queue
 from app.domain.errors import Forbidden, JobwireError, NotFound, ValidationFailed
 from app.domain.handlers import Handler
 from app.domain.keys import KeyState, KeyStatus
-from app.ui.access import Refused, check_csrf, require, viewer
+from app.ui.access import Refused, viewer
 from app.ui.context import ui_of
-from app.ui.render import back, first, form, render
+from app.ui.render import acting, back, first, render
 
 router = APIRouter()
 KEYS_SHOWN = 20  # keys per handler on the page of every handler
@@ -70,10 +70,7 @@ async def flow(request: Request) -> Response:
 
 @router.post("/ui/flow/{handler}/keys/{key}/{action}")
 async def pause_or_resume(request: Request, handler: str, key: str, action: str) -> Response:
-    fields = await form(request)
-    who = await viewer(request)
-    check_csrf(first(fields, "csrf"), who.csrf)
-    require(who, Scope.OPERATE)
+    who, fields = await acting(request, Scope.OPERATE)
     try:
         require_every_queue(who.queues, "a handler's concurrency key")
     except Forbidden as exc:

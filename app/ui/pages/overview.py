@@ -10,9 +10,9 @@ from starlette.responses import Response
 from app.domain.access import Scope
 from app.domain.dashboard import MinuteOutcomes
 from app.domain.errors import JobwireError
-from app.ui.access import check_csrf, require, viewer
+from app.ui.access import viewer
 from app.ui.context import ui_of
-from app.ui.render import back, first, form, render
+from app.ui.render import acting, back, first, render
 
 router = APIRouter()
 
@@ -50,10 +50,7 @@ async def overview(request: Request) -> Response:
 
 @router.post("/ui/queues/{name}/{action}")
 async def pause_or_resume(request: Request, name: str, action: str) -> Response:
-    fields = await form(request)
-    who = await viewer(request)
-    check_csrf(first(fields, "csrf"), who.csrf)
-    require(who, Scope.OPERATE)
+    who, fields = await acting(request, Scope.OPERATE)
     if action not in ("pause", "resume"):
         return back(request, "/ui", f"Unknown action {action!r}.", "error", who)
     ui = ui_of(request)

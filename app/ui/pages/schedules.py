@@ -9,9 +9,9 @@ from starlette.responses import Response
 
 from app.domain.access import Scope
 from app.domain.errors import JobwireError
-from app.ui.access import check_csrf, require, viewer
+from app.ui.access import viewer
 from app.ui.context import ui_of
-from app.ui.render import back, first, form, render
+from app.ui.render import acting, back, render
 
 router = APIRouter()
 NEXT_FIRES = 3  # fire instants shown per schedule
@@ -26,10 +26,7 @@ async def schedules(request: Request) -> Response:
 
 @router.post("/ui/schedules/{job_id}/{action}")
 async def act(request: Request, job_id: str, action: str) -> Response:
-    fields = await form(request)
-    who = await viewer(request)
-    check_csrf(first(fields, "csrf"), who.csrf)
-    require(who, Scope.ADMIN)
+    who, fields = await acting(request, Scope.ADMIN)
     if action not in ("trigger", "delete"):
         return back(request, "/ui/schedules", f"Unknown action {action!r}.", "error", who)
     service = ui_of(request).schedules

@@ -13,9 +13,9 @@ from starlette.responses import Response
 from app.domain.access import Scope
 from app.domain.errors import JobwireError, NotFound
 from app.domain.subscriptions import Delivery, DeliveryStatus, Subscription
-from app.ui.access import check_csrf, require, viewer
+from app.ui.access import viewer
 from app.ui.context import ui_of
-from app.ui.render import back, first, form, render
+from app.ui.render import acting, back, render
 
 router = APIRouter()
 FAILING_SHOWN = 10  # the newest failing (being retried) and dead deliveries shown per subscription, each
@@ -53,10 +53,7 @@ async def subscriptions(request: Request) -> Response:
 
 @router.post("/ui/subscriptions/{name}/deliveries/{delivery_id}/resend")
 async def resend(request: Request, name: str, delivery_id: str) -> Response:
-    fields = await form(request)
-    who = await viewer(request)
-    check_csrf(first(fields, "csrf"), who.csrf)
-    require(who, Scope.ADMIN)
+    who, fields = await acting(request, Scope.ADMIN)
     page = "/ui/subscriptions"
     if not delivery_id.isdigit() or not 0 < int(delivery_id) < 2**63:
         return back(request, page, f"No delivery {delivery_id!r}.", "error", who)

@@ -13,11 +13,11 @@ from starlette.responses import Response
 from app.domain.access import Scope
 from app.domain.errors import JobwireError, NotFound, ValidationFailed
 from app.domain.workflows import WorkflowFilter, WorkflowJobRow, WorkflowState
-from app.ui.access import check_csrf, require, viewer
+from app.ui.access import viewer
 from app.ui.context import ui_of
 from app.ui.graph import MAX_NODES, layout
-from app.ui.pages.executions import PAGE_SIZE, Filter
-from app.ui.render import back, first, form, render
+from app.ui.pages.executions import PAGE_SIZE, Filter, given_of
+from app.ui.render import acting, back, render
 
 router = APIRouter()
 FILTERS = (Filter("state", "State", choices=tuple(s.value for s in WorkflowState)), Filter("name", "Name"))
@@ -35,7 +35,7 @@ def _uuid(text: str) -> UUID | None:
 @router.get("/ui/workflows")
 async def workflows(request: Request) -> Response:
     who = await viewer(request)
-    given = {f.name: request.query_params.get(f.name, "").strip() for f in FILTERS}
+    given = given_of(request, FILTERS)
     state = given["state"] if given["state"] in {s.value for s in WorkflowState} else None
     cursor = request.query_params.get("cursor") or None
     where = WorkflowFilter(state=WorkflowState(state) if state else None, name=given["name"] or None)
@@ -77,10 +77,7 @@ async def workflow_page(request: Request, workflow_id: str) -> Response:
 
 @router.post("/ui/workflows/{workflow_id}/{action}")
 async def act(request: Request, workflow_id: str, action: str) -> Response:
-    fields = await form(request)
-    who = await viewer(request)
-    check_csrf(first(fields, "csrf"), who.csrf)
-    require(who, Scope.OPERATE)
+    who, fields = await acting(request, Scope.OPERATE)
     found = _uuid(workflow_id)
     if found is None or action not in ("cancel", "retry"):
         return back(request, "/ui/workflows", "No such workflow or action.", "error", who)
