@@ -105,12 +105,15 @@ async def test_delete_removes_a_finished_execution_with_its_logs_steps_and_event
 async def test_delete_of_a_live_execution_is_409_and_keeps_it(api, h, db):
     for state in ("ENQUEUED", "PROCESSING"):
         execution_id = await in_state(db, api, state)
+        # An event of an earlier attempt (the insert and the claim write none: DESIGN §8).
+        await scalar(db, "INSERT INTO job_events (execution_id, event) VALUES (:id, '{}') RETURNING id",
+                     id=uuid.UUID(execution_id))
         response = await api.delete(f"/v1/executions/{execution_id}")
         problem_fields(response, 409)
         assert state in response.json()["detail"]
         assert await state_of(api, execution_id) == state
         assert await scalar(db, "SELECT count(*) FROM job_events WHERE execution_id = :id",
-                            id=uuid.UUID(execution_id)) >= 1
+                            id=uuid.UUID(execution_id)) == 1
 
 
 async def test_delete_of_an_unknown_execution_is_404_and_of_a_non_uuid_422(api):
@@ -431,10 +434,14 @@ def _allowed(trail: list[str]) -> bool:
 
 
 async def _trails(db: Database) -> dict[str, list[str]]:
-    rows = await sql(db, "SELECT execution_id, event->>'new_state' FROM job_events ORDER BY id")
+    """Each execution's states, oldest first. The insert and the claim write no event row (DESIGN
+    §8): every trail begins ENQUEUED, and a row that ends an attempt (it names the attempt's start)
+    follows the PROCESSING its claim made."""
+    rows = await sql(db, "SELECT execution_id, event->>'new_state', started_at IS NOT NULL FROM job_events ORDER BY id")
     trails: dict[str, list[str]] = {}
-    for execution_id, new_state in rows:
-        trails.setdefault(str(execution_id), []).append(new_state)
+    for execution_id, new_state, ends_attempt in rows:
+        trail = trails.setdefault(str(execution_id), ["ENQUEUED"])
+        trail += ["PROCESSING", new_state] if ends_attempt else [new_state]
     return trails
 
 

@@ -102,7 +102,8 @@ async def test_success_for_the_current_attempt_stores_the_result(db: Database, h
     [done] = await succeed(db, execution_id, 0, {"answer": 42})
     assert done.state == S.SUCCEEDED and done.result == {"answer": 42}
     assert done.completed_at is not None and done.locked_by is None
-    assert trail(await events(db, execution_id)) == [("ENQUEUED", 0), ("PROCESSING", 0), ("SUCCEEDED", 0)]
+    # The insert and the claim write no event row (DESIGN §8): the outcome is the first.
+    assert trail(await events(db, execution_id)) == [("SUCCEEDED", 0)]
 
 
 @pytest.mark.parametrize("other_attempt", [0, 2])
@@ -113,7 +114,7 @@ async def test_success_for_another_attempt_changes_nothing(db: Database, handler
         [_] = await repo.claim(conn, "node-1", 1, [], default_timeout=60.0)  # PROCESSING, attempt 1
     assert await succeed(db, execution_id, other_attempt) == []
     assert (await get(db, execution_id)).state == S.PROCESSING
-    assert trail(await events(db, execution_id))[-1] == ("PROCESSING", 1)
+    assert trail(await events(db, execution_id))[-1] == ("ENQUEUED", 1)
 
 
 async def test_success_of_an_enqueued_execution_changes_nothing(db: Database, handler: str) -> None:
@@ -127,7 +128,7 @@ async def test_duplicate_success_changes_nothing(db: Database, handler: str) -> 
     await succeed(db, execution_id, 0, "first")
     assert await succeed(db, execution_id, 0, "second") == []
     assert (await get(db, execution_id)).result == "first"
-    assert len(await events(db, execution_id)) == 3
+    assert len(await events(db, execution_id)) == 1
 
 
 async def test_late_success_wins_over_abandoned(db: Database, handler: str) -> None:
@@ -177,8 +178,7 @@ async def test_failure_with_attempts_left_re_enqueues_the_next_attempt_in_one_st
     assert (after.state, after.attempt, after.max_attempts) == (S.ENQUEUED, 1, 3)
     assert after.error_type == "http_status" and after.last_error == "HTTP 500: boom"
     assert after.locked_by is None and after.completed_at is None
-    assert trail(await events(db, execution_id)) == [
-        ("ENQUEUED", 0), ("PROCESSING", 0), ("FAILED", 0), ("ENQUEUED", 1)]
+    assert trail(await events(db, execution_id)) == [("FAILED", 0), ("ENQUEUED", 1)]
 
 
 async def test_retry_delay_keeps_the_next_attempt_unclaimable_until_due(db: Database, handler: str) -> None:
@@ -221,8 +221,7 @@ async def test_abandoned_delayed_attempt_with_attempts_left_re_enqueues(db: Data
 async def test_abandoned_cron_attempt_writes_one_event(db: Database, handler: str) -> None:
     execution_id = await processing(db, cron=True)
     await fail(db, execution_id, 0, cause=S.ABANDONED, error_type="abandoned_deadline")
-    assert trail(await events(db, execution_id))[-1:] == [("ABANDONED", 0)]
-    assert len(await events(db, execution_id)) == 3
+    assert trail(await events(db, execution_id)) == [("ABANDONED", 0)]
 
 
 async def test_an_abandonment_at_the_deadline_applies_only_once_the_deadline_has_passed(db: Database,
@@ -245,7 +244,7 @@ async def test_failure_for_a_stale_attempt_changes_nothing(db: Database, handler
     execution_id = await processing(db)
     assert await fail(db, execution_id, 1) is None
     assert (await get(db, execution_id)).state == S.PROCESSING
-    assert len(await events(db, execution_id)) == 2
+    assert await events(db, execution_id) == []
 
 
 @pytest.mark.parametrize("state_setup", ["enqueued", "succeeded", "cancelled"])
@@ -272,7 +271,7 @@ async def test_cancel_of_an_enqueued_execution(db: Database, handler: str) -> No
     execution_id = await enqueued(db)
     done = await cancel(db, execution_id)
     assert done is not None and done.state == S.CANCELLED and done.completed_at is not None
-    assert trail(await events(db, execution_id)) == [("ENQUEUED", 0), ("CANCELLED", 0)]
+    assert trail(await events(db, execution_id)) == [("CANCELLED", 0)]
 
 
 async def test_cancel_of_a_processing_execution_releases_its_lock(db: Database, handler: str) -> None:
@@ -326,7 +325,7 @@ async def test_manual_retry_of_a_cancelled_execution_keeps_max_attempts_when_att
     await cancel(db, execution_id)
     again = await retry(db, execution_id)
     assert again is not None and (again.state, again.attempt, again.max_attempts) == (S.ENQUEUED, 1, 5)
-    assert trail(await events(db, execution_id)) == [("ENQUEUED", 0), ("CANCELLED", 0), ("ENQUEUED", 1)]
+    assert trail(await events(db, execution_id)) == [("CANCELLED", 0), ("ENQUEUED", 1)]
 
 
 @pytest.mark.parametrize("current", ["ENQUEUED", "PROCESSING", "SUCCEEDED"])
@@ -350,7 +349,7 @@ async def test_release_to_handler_clears_the_lock_only_for_the_holding_node(db: 
         assert await repo.release_to_handler(conn, "node-1", [(execution_id, 0)]) == [execution_id]
     execution = await get(db, execution_id)
     assert execution.state == S.PROCESSING and execution.locked_by is None
-    assert len(await events(db, execution_id)) == 2  # not a state change
+    assert await events(db, execution_id) == []  # not a state change (nor did the claim write one)
 
 
 # --- events: one per change, same transaction, curated shape ----------------------------------
@@ -387,7 +386,7 @@ async def test_a_claim_whose_reply_was_lost_returns_to_enqueued_with_the_same_at
         back = await get(db, execution_id)
         assert (back.state, back.attempt, back.locked_by, back.started_at, back.deadline_at) == (
             S.ENQUEUED, 0, None, None, None)
-        assert trail(await events(db, execution_id)) == [("ENQUEUED", 0), ("PROCESSING", 0), ("ENQUEUED", 0)]
+        assert trail(await events(db, execution_id)) == [("ENQUEUED", 0)]
     assert (await get(db, fire)).scheduled_at == fire_at
     assert (await get(db, working)).state is S.PROCESSING
     # A max_attempts of 1 is not spent: the lost claim is claimed and run as attempt 0.
@@ -434,7 +433,7 @@ async def setup_cancelled(db: Database) -> uuid.UUID:
 
 
 CASES = {
-    "claim": (setup_enqueued, op_claim, 1),
+    "claim": (setup_enqueued, op_claim, 0),  # no row of its own (DESIGN §8)
     "succeed": (setup_processing, op_succeed, 1),
     "fail_and_retry": (setup_processing, op_fail, 2),
     "cancel": (setup_enqueued, op_cancel, 1),
@@ -490,7 +489,7 @@ async def test_every_event_has_exactly_the_curated_keys(db: Database, handler: s
             assert event["execution_id"] == str(execution_id)
             assert event["metadata"] == {"m": 1}
             seen.add(event["new_state"])
-    assert seen == {"ENQUEUED", "PROCESSING", "FAILED", "DEAD_LETTER", "SUCCEEDED", "CANCELLED"}
+    assert seen == {"ENQUEUED", "FAILED", "DEAD_LETTER", "SUCCEEDED", "CANCELLED"}
 
 
 async def test_event_records_the_state_and_attempt_it_describes(db: Database, handler: str) -> None:

@@ -326,7 +326,8 @@ async def test_four_wake_scans_at_once_resume_each_due_wait_exactly_once(
         FROM job_executions e JOIN job_waits w ON w.execution_id = e.id""")
     assert len(found) == 300
     for r in found:
-        assert (r["state"], r["attempt"], r["resumptions"], r["events"]) == ("ENQUEUED", attempts[r["id"]], 1, 4)
+        # WAITING, then ENQUEUED once (the insert and the claim write no event row: DESIGN §8)
+        assert (r["state"], r["attempt"], r["resumptions"], r["events"]) == ("ENQUEUED", attempts[r["id"]], 1, 2)
         assert r["reason"] == ("timer" if r["id"] in timers else "timeout" if r["id"] in timeouts else None)
     assert await settled_scanner(db, "node-c").wake_suspended() == 0
 

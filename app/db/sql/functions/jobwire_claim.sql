@@ -1,5 +1,7 @@
 -- The dispatcher's whole claim in one round trip: up to `n` due jobs, best first (priority DESC,
--- scheduled_at), SKIP LOCKED, marked PROCESSING with their deadline and an event each; their
+-- scheduled_at), SKIP LOCKED, marked PROCESSING with their deadline (no event row: DESIGN §8, the
+-- attempt's start and node travel in its outcome's row, and the live row shows the attempt in
+-- flight); their
 -- handler's URL, its active signing secrets (newest first; handler_secret, the newest, for a
 -- caller that signs with one) and the seconds left before the deadline come with them. locked_by
 -- and claimed_by name the claiming node: locked_by while its call is in flight (a 202 clears
@@ -24,7 +26,7 @@
 --    paused queue: the common case) a shorter statement chooses the plain jobs; it plans in a
 --    third of the time. Each statement comes in two forms, every queue (queues NULL) or the
 --    node's queues, so each uses its own partial index;
--- 3. the claim of those ids, one statement whatever chose them: the guarded write, the events,
+-- 3. the claim of those ids, one statement whatever chose them: the guarded write,
 --    the flow state (each handler's highest turn claimed and its rate limit's next slot, each
 --    key's, in job_handler_flow and job_keys: written only for handlers that use them), the
 --    secrets and the result, sorted (UPDATE returns rows in the order it met them); a job in a
@@ -370,15 +372,6 @@ BEGIN
                                                WHERE h.name = k.handler) AS float8))
                                      THEN k.rate_window_start ELSE now() END,
             updated_at = now()
-    ), ev AS (
-        INSERT INTO job_events (execution_id, event)
-        SELECT u.id, jsonb_build_object('execution_id', u.id, 'job_id', u.job_id, 'job_type', u.job_type,
-                                        'queue', u.queue, 'handler', u.handler, 'new_state', u.state,
-                                        'attempt', u.attempt, 'max_attempts', u.max_attempts,
-                                        'error_type', u.error_type, 'scheduled_at', u.scheduled_at,
-                                        'created_at', u.created_at, 'started_at', u.started_at,
-                                        'completed_at', u.completed_at, 'metadata', u.metadata)
-        FROM u
     ), secrets AS (
         -- The handlers' active signing secrets, newest first: one lookup per handler, not per row.
         SELECT x.handler, array_agg(x.secret ORDER BY x.created_at DESC, x.id DESC) AS secrets

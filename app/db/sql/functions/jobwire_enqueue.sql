@@ -1,6 +1,6 @@
 -- Enqueue a JSON array of jobs, set-based, exactly as POST /v1/jobs and /v1/jobs/batch do (they
--- call it too): the same validation, defaults, stateful handlers, idempotency keys, ENQUEUED
--- events and NOTIFY. An application sharing the database calls it on its own connection, so the
+-- call it too): the same validation, defaults, stateful handlers, idempotency keys and NOTIFY (no
+-- event row for the insert: DESIGN §8; the first event of an execution is its first outcome). An application sharing the database calls it on its own connection, so the
 -- job commits or rolls back with its business data (the outbox pattern; README, "Transactional
 -- enqueue"). One row per input item, `ord` its zero-based position; `created` is false where an
 -- idempotency key returned an execution stored before. Invalid input raises SQLSTATE 22023 with
@@ -9,7 +9,7 @@
 -- The workflow arguments are Jobwire's own (POST /v1/workflows, app/db/sql/workflows.sql), NULL
 -- for everyone else: the jobs join the workflow `wf` as they are inserted, the item at position
 -- ord with the ref wf_refs[ord + 1], the policy wf_policies[ord + 1] and, when wf_pending[ord + 1]
--- is set (it has parents), WAITING with that many parents unfinished (its event says WAITING);
+-- is set (it has parents), WAITING with that many parents unfinished;
 -- else ENQUEUED, no parent pending; wf_spawned_by, the parent that spawned them (a handler's POST
 -- {callback.url}/children), or NULL.
 --
@@ -187,15 +187,6 @@ BEGIN
                   e.stateful, e.payload, e.parameters, e.metadata, e.result, e.progress, e.scheduled_at,
                   e.created_at, e.started_at, e.completed_at, e.deadline_at, e.locked_by, e.last_error,
                   e.error_type, e.timeout_seconds, e.max_duration_seconds, e.idempotency_key, e.concurrency_key
-    ), ev AS (
-        INSERT INTO job_events (execution_id, event)
-        SELECT ins.id, jsonb_build_object(
-                   'execution_id', ins.id, 'job_id', ins.job_id, 'job_type', ins.job_type, 'queue', ins.queue,
-                   'handler', ins.handler, 'new_state', ins.state, 'attempt', ins.attempt,
-                   'max_attempts', ins.max_attempts, 'error_type', ins.error_type,
-                   'scheduled_at', ins.scheduled_at, 'created_at', ins.created_at, 'started_at', ins.started_at,
-                   'completed_at', ins.completed_at, 'metadata', ins.metadata)
-        FROM ins
     )
     SELECT i.ord, true,
            ins.id, ins.job_id, ins.job_type, ins.handler, ins.queue, ins.state, ins.attempt, ins.max_attempts,

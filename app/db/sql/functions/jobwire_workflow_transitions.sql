@@ -15,7 +15,7 @@
 --    CANCELLED, every WAITING descendant reached through children whose policy is `cancel` is
 --    CANCELLED (error_type dependency_failed, naming its parent that failed), however deep. Then
 --    each WAITING child counts its parents that ended; at none left it is ENQUEUED (due at once,
---    or at its own run_at). A job that stops being terminal (a retry) counts again for its WAITING
+--    or at its own run_at; no event row, as for an insert: DESIGN §8). A job that stops being terminal (a retry) counts again for its WAITING
 --    children. A child's count is written under its row lock: two parents of one child ending at
 --    once on two nodes queue on it, and the second sees the first's count (one enqueues it).
 -- 3. the parents of spawned jobs that became terminal (POST {callback.url}/children): one WAITING
@@ -271,17 +271,7 @@ BEGIN
                                 THEN GREATEST(e.scheduled_at, now()) ELSE e.scheduled_at END,
             updated_at = now()
         WHERE e.id = ANY(children) AND e.state || '' = 'WAITING' AND e.pending_parents IS NOT NULL
-        RETURNING e.id, e.job_id, e.job_type, e.queue, e.handler, e.state, e.attempt, e.max_attempts, e.error_type,
-                  e.scheduled_at, e.created_at, e.started_at, e.completed_at, e.metadata
-    ), ev AS (
-        INSERT INTO job_events (execution_id, event)
-        SELECT u.id, jsonb_build_object('execution_id', u.id, 'job_id', u.job_id, 'job_type', u.job_type,
-                                        'queue', u.queue, 'handler', u.handler, 'new_state', u.state,
-                                        'attempt', u.attempt, 'max_attempts', u.max_attempts,
-                                        'error_type', u.error_type, 'scheduled_at', u.scheduled_at,
-                                        'created_at', u.created_at, 'started_at', u.started_at,
-                                        'completed_at', u.completed_at, 'metadata', u.metadata)
-        FROM u WHERE u.state = 'ENQUEUED'
+        RETURNING e.state, e.scheduled_at
     )
     SELECT count(*) INTO released FROM u WHERE u.state = 'ENQUEUED' AND u.scheduled_at <= now();
     IF released > 0 THEN
