@@ -324,7 +324,7 @@ async def claim_cost_sides(dsns: dict[str, str], sides: Sequence[Side], sizes: t
 class Figure:
     key: str  # in the JSON: baseline.figures[].figure
     label: str
-    kind: str  # "rate" (higher is better), "time" or "memory" (lower is better)
+    kind: str  # "rate" (higher is better), "time" or "memory" (lower is better; WAL bytes count as memory)
     values: Callable[[dict], list[float] | None]  # each run's value, from a side's `jobwire` section
     median: Callable[[dict], float | None] | None = None  # the figure itself, when not the median of `values`
 
@@ -379,6 +379,8 @@ def figures(result: dict) -> list[Figure]:
                _runs("drain_sync", "peak_rss_mb")),
         Figure("drain_callback.peak_rss_mb", "peak RSS, callback drains of N (MB)", "memory",
                _runs("drain_callback", "peak_rss_mb")),
+        Figure("drain_sync.wal_bytes_per_job", "WAL per job, sync enqueue + drain (bytes)", "memory",
+               _runs("drain_sync", "wal_bytes_per_job")),
         Figure("drain_rss.jobs_per_s", f"sync drain of {meta['rss_jobs']:,} (jobs/s)", "rate",
                _single("drain_rss", "jobs_per_s")),
         Figure("drain_rss.peak_rss_mb", f"peak RSS, sync drain of {meta['rss_jobs']:,} (MB)", "memory",

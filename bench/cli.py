@@ -30,7 +30,7 @@ from bench.target import Target, register_handlers
 SUMMARY_KEYS = {
     "enqueue_single": ["jobs_per_s", "client_cpu_share"],
     "enqueue_batch": ["jobs_per_s", "client_cpu_share"],
-    "drain_sync": ["jobs_per_s", "seconds", "peak_rss_mb"],
+    "drain_sync": ["jobs_per_s", "seconds", "peak_rss_mb", "wal_bytes_per_job"],
     "drain_callback": ["jobs_per_s", "seconds", "peak_rss_mb"],
     "idle_latency": ["p50_ms", "p95_ms", "p99_ms", "max_ms"],
 }

@@ -4,7 +4,10 @@ PROCESSING (a 25 ms poller on the database, as the peers are timed). jobs/s = N 
 
 Modes: "sync" (the handler answers 200) and "callback" (202, then POST …/complete from the
 handler process). Lost = N − SUCCEEDED; dispatched twice = executions the handler itself saw
-more than once. The Jobwire process's peak RSS is sampled throughout.
+more than once. The Jobwire process's peak RSS is sampled throughout. WAL bytes per job: the WAL
+PostgreSQL wrote (pg_current_wal_insert_lsn() before and after) while the jobs were enqueued and
+while they drained, divided by N (the VACUUM ANALYZE between the two is left out; the poller's
+reads write none); the database is the benchmark's own, so little else writes meanwhile.
 
 A `probe` (the scale steps: bench/saturation.py, bench/drain_pruning.py) wraps the enqueue and
 the drain in windows of its own (`probe.window("enqueue")`, `probe.window("drain")`: what
@@ -42,18 +45,22 @@ async def drain(t: Target, mode: str, n: int, run: int, timeout: float = 900, pr
     try:
         async with aiohttp.ClientSession() as http:
             await set_paused(http, t, queue, True)
+            wal = await _wal_lsn(conn)
             async with window("enqueue"):
                 await enqueue_batches(http, t, HANDLERS[mode], queue, n)
+            enqueue_wal = await _wal_since(conn, wal)
             await conn.execute("VACUUM ANALYZE job_executions")
             await handler_call(http, t, "POST", "/reset")
             async with window("drain"):
                 with PeakRss(t.jobwire_pid) as rss, CpuShare(jobwire=t.jobwire_pid, handler=t.handler_pid) as cpu:
                     resumed = time.time()
+                    wal = await _wal_lsn(conn)
                     await set_paused(http, t, queue, False)
                     deadline = time.monotonic() + timeout
                     while True:
                         if await jobwire_db.pending(conn, queue) is False:
                             emptied = time.time()
+                            drain_wal = await _wal_since(conn, wal)
                             break
                         if time.monotonic() > deadline:
                             raise RuntimeError(f"{mode} drain of {n} not done after {timeout}s")
@@ -85,4 +92,16 @@ async def drain(t: Target, mode: str, n: int, run: int, timeout: float = 900, pr
         "states": counts,
         "peak_rss_mb": rss.peak_mb,
         "cpu_share": cpu.shares,
+        "wal_bytes_per_job": round((enqueue_wal + drain_wal) / n, 1),
+        "wal_bytes_per_job_enqueue": round(enqueue_wal / n, 1),
+        "wal_bytes_per_job_drain": round(drain_wal / n, 1),
     }
+
+
+async def _wal_lsn(conn: Any) -> str:
+    return str(await conn.fetchval("SELECT CAST(pg_current_wal_insert_lsn() AS text)"))
+
+
+async def _wal_since(conn: Any, lsn: str) -> int:
+    return int(await conn.fetchval(
+        "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), CAST(CAST($1 AS text) AS pg_lsn))", lsn))

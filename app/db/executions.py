@@ -69,6 +69,11 @@ class ExecutionRepository:
         rows = await fetch(conn, Q["executions_insert"], jobs=json_param([job_document(j) for j in jobs]))
         return [(execution_from(r), bool(r["created"])) for r in rows]
 
+    async def enqueue_ids(self, conn: Connection, jobs: Sequence[NewJob]) -> list[tuple[UUID, bool]]:
+        """As `enqueue`, each execution's id alone (its other columns are not read back)."""
+        rows = await fetch(conn, Q["executions_insert_ids"], jobs=json_param([job_document(j) for j in jobs]))
+        return [(UUID(r["id"]), bool(r["created"])) for r in rows]
+
     async def has_idempotency_key(self, conn: Connection, key: str) -> bool:
         return bool(await fetchval(conn, Q["execution_has_idempotency_key"], key=key))
 

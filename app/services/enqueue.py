@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
+from uuid import UUID
 
 import orjson
 
@@ -23,6 +24,8 @@ from app.services.retrying import retry_contention
 
 if TYPE_CHECKING:  # imported by the composition root alone, with JOBWIRE_OTEL
     from app.delivery.telemetry import Telemetry
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +84,8 @@ class EnqueueService:
 
         One statement (jobwire_enqueue in the database, the path applications share) checks the
         handlers, applies defaults and stateful handlers, resolves idempotency keys (a key stored
-        with the same request → that execution, created=False; with another → 422), writes the
-        events and NOTIFYs the dispatchers on commit. Concurrent single-job calls without an
+        with the same request → that execution, created=False; with another → 422) and NOTIFYs the
+        dispatchers on commit (no event row: DESIGN §8). Concurrent single-job calls without an
         idempotency key share one (app/services/grouping.py): each is still atomic on its own,
         and answered as if alone.
 
@@ -95,14 +98,30 @@ class EnqueueService:
                 return done
         return await self._enqueue(jobs, field_prefix, queues)
 
-    async def _enqueue(self, jobs: Sequence[NewJob], field_prefix: str | None,
-                       queues: frozenset[str] | None) -> list[Enqueued]:
+    async def enqueue_ids(self, jobs: Sequence[NewJob], *, field_prefix: str = "jobs",
+                          queues: frozenset[str] | None = None) -> list[UUID]:
+        """As `enqueue` of a batch, answering only each item's execution id (`Prefer:
+        return=minimal`): the same statement, its result read for the ids alone (no execution is
+        decoded or rendered; an idempotency key's item is the id stored before)."""
+        if self.telemetry is not None:
+            with self.telemetry.enqueuing(jobs, batch=True) as traced:
+                self._check(traced.jobs, field_prefix, queues)
+                return await self._batch(traced.jobs, field_prefix, self._insert_ids)
+        self._check(jobs, field_prefix, queues)
+        return await self._batch(jobs, field_prefix, self._insert_ids)
+
+    def _check(self, jobs: Sequence[NewJob], field_prefix: str | None, queues: frozenset[str] | None) -> None:
+        """The caller's queues and the size limit, before the database is asked."""
         for i, job in enumerate(jobs):
             require_queue(queues, job.queue, f"{field_prefix}[{i}].queue" if field_prefix else "queue")
             size = job_size(job)
             if size > self.limits.max_payload_bytes:
                 raise PayloadTooLarge(field=f"{field_prefix}[{i}]" if field_prefix else "job",
                                       size=size, limit=self.limits.max_payload_bytes)
+
+    async def _enqueue(self, jobs: Sequence[NewJob], field_prefix: str | None,
+                       queues: frozenset[str] | None) -> list[Enqueued]:
+        self._check(jobs, field_prefix, queues)
         if len(jobs) == 1 and field_prefix is None:
             if jobs[0].debounce is not None:
                 return [await self._debounced(jobs[0])]
@@ -111,8 +130,13 @@ class EnqueueService:
             # Alone: a key may wait for another transaction that holds it (an application's
             # transactional enqueue), and a group would wait with it.
             return [await self._insert_one(jobs[0])]
+        return await self._batch(jobs, field_prefix, self._insert)
+
+    async def _batch(self, jobs: Sequence[NewJob], field_prefix: str | None,
+                     insert: Callable[[Sequence[NewJob]], Awaitable[list[T]]]) -> list[T]:
+        """`insert` of the jobs; refused, a 422 naming every item at fault."""
         try:
-            return await self._insert(jobs)
+            return await insert(jobs)
         except ValidationFailed as exc:
             if field_prefix is None:
                 raise _renamed(exc, field_prefix) from None
@@ -175,6 +199,14 @@ class EnqueueService:
             done = await self.executions.enqueue(conn, jobs)
         self.counters.jobs_enqueued += sum(1 for _, created in done if created)
         return [Enqueued(execution, created) for execution, created in done]
+
+    async def _insert_ids(self, jobs: Sequence[NewJob]) -> list[UUID]:
+        async def once() -> list[UUID]:
+            async with self.db.autocommit() as conn:
+                done = await self.executions.enqueue_ids(conn, jobs)
+            self.counters.jobs_enqueued += sum(1 for _, created in done if created)
+            return [execution_id for execution_id, _ in done]
+        return await retry_contention(once)
 
     async def _debounced(self, job: NewJob) -> Enqueued:
         """A debounced enqueue (Debounce), in one transaction holding the (handler, key) row of

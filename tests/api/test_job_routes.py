@@ -97,6 +97,40 @@ async def test_a_batch_says_which_items_an_idempotency_key_found(api: httpx.Asyn
     assert items[0]["id"] == first.json()["id"] and items[1]["id"] == items[2]["id"]
 
 
+@pytest.mark.parametrize("prefer", ["return=minimal", "respond-async, RETURN = \"Minimal\"; x=1",
+                                    "handling=lenient, return=minimal"])
+async def test_a_batch_asking_return_minimal_answers_its_ids_in_item_order(api: httpx.AsyncClient,
+                                                                         prefer: str) -> None:
+    job = {"handler": "h", "run_at": "2999-01-01T00:00:00Z"}
+    first = await post(api, "/v1/jobs", {**job, "idempotency_key": "seen"})
+    body = {"jobs": [{**job, "payload": 0}, {**job, "idempotency_key": "seen"}, {**job, "payload": 2}]}
+    created = await post(api, "/v1/jobs/batch", body, prefer=prefer)
+    assert created.status_code == 201, created.text
+    assert created.headers["preference-applied"] == "return=minimal"
+    ids = created.json()["ids"]
+    assert list(created.json()) == ["ids"] and len(ids) == 3 and ids[1] == first.json()["id"]
+    stored = [(await api.get(f"/v1/executions/{i}")).json() for i in ids]
+    assert [s["payload"] for s in stored] == [0, None, 2]
+
+
+@pytest.mark.parametrize("prefer", [None, "return=representation", "returnx=minimal", "return=minimalist"])
+async def test_a_batch_without_return_minimal_answers_its_executions(api: httpx.AsyncClient,
+                                                                     prefer: str | None) -> None:
+    headers = {} if prefer is None else {"prefer": prefer}
+    created = await post(api, "/v1/jobs/batch", {"jobs": [{"handler": "h", "run_at": "2999-01-01T00:00:00Z"}]},
+                         **headers)
+    assert created.status_code == 201 and "preference-applied" not in created.headers
+    assert [item["created"] for item in created.json()["items"]] == [True]
+
+
+async def test_a_refused_batch_asking_return_minimal_is_the_same_422_and_stores_nothing(
+        api: httpx.AsyncClient) -> None:
+    body = {"jobs": [{"handler": "h"}, {"handler": "nobody"}, {"handler": "h", "priority": "high"}]}
+    refused = await post(api, "/v1/jobs/batch", body, prefer="return=minimal")
+    assert problem_fields(refused, 422) == ["jobs[1].handler", "jobs[2].priority"]
+    assert (await api.get("/v1/executions")).json()["items"] == []
+
+
 async def test_an_unknown_handler_is_422_naming_the_field(api: httpx.AsyncClient) -> None:
     # Valid for the model, refused by the database function.
     body = {"handler": "nobody", "run_at": "2999-01-01T00:00:00Z"}

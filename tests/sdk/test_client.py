@@ -165,6 +165,15 @@ async def test_enqueue_batch_returns_executions_in_order_each_with_its_own_key(c
         assert (await client.executions.wait(execution.id, timeout=10)).result == execution.payload
 
 
+async def test_enqueue_batch_ids_returns_the_ids_alone_in_order(client):
+    first = await client.jobs.enqueue("echo", {"i": 0}, idempotency_key="ids-0", delay_seconds=3600)
+    ids = await client.jobs.enqueue_batch_ids([{"handler": "echo", "payload": {"i": 0}, "idempotency_key": "ids-0",
+                                                "delay_seconds": 3600},
+                                               {"handler": "echo", "payload": {"i": 1}, "delay_seconds": 3600}])
+    assert len(ids) == 2 and ids[0] == first.id
+    assert (await client.executions.get(ids[1])).payload == {"i": 1}
+
+
 async def test_list_follows_next_cursor_across_pages_with_filters_and_page_gives_one(client):
     ids = [(await client.jobs.enqueue("echo", {"i": i}, queue="paged", delay_seconds=3600)).id for i in range(7)]
     await client.jobs.enqueue("echo", queue="elsewhere", delay_seconds=3600)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any, Literal
+from uuid import UUID
 
 from pydantic import AwareDatetime, Field, Strict, ValidationInfo, field_validator
 
@@ -120,3 +121,9 @@ class BatchItemOut(ExecutionOut):
 
 class BatchOut(ResponseModel):
     items: list[BatchItemOut]
+
+
+class BatchIdsOut(ResponseModel):
+    """The answer to a batch sent with `Prefer: return=minimal` (RFC 7240)."""
+    ids: list[UUID] = Field(description="each item's execution id, in item order (an idempotency key's item: the "
+                                        "execution stored before)")

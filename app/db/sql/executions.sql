@@ -14,6 +14,10 @@ FROM (SELECT f.*, CAST(NULL AS uuid) AS workflow_id, CAST(NULL AS text) AS workf
       FROM jobwire_enqueue(CAST(:jobs AS jsonb)) AS f) AS enqueued
 ORDER BY ord
 
+-- name: executions_insert_ids
+-- As executions_insert, the ids alone (POST /v1/jobs/batch with `Prefer: return=minimal`).
+SELECT ord, created, CAST(id AS text) AS id FROM jobwire_enqueue(CAST(:jobs AS jsonb)) ORDER BY ord
+
 -- name: execution_get
 SELECT $COLUMNS FROM job_executions WHERE id = :id
 

@@ -55,6 +55,12 @@ def enqueue_jobs(jobs: Iterable[Job | Mapping[str, Any]], traceparent: str | Non
                 headers=_trace(traceparent))
 
 
+def enqueue_jobs_minimal(jobs: Iterable[Job | Mapping[str, Any]], traceparent: str | None) -> Call[list[str]]:
+    body = {"jobs": [as_sent(job) for job in jobs]}
+    return Call("enqueueJobs", "POST", path("jobs", "batch"), lambda answer: list(answer["ids"]), body=body,
+                headers={"prefer": "return=minimal", **_trace(traceparent)})
+
+
 class Jobs:
     """`client.jobs`."""
 
@@ -80,6 +86,13 @@ class Jobs:
         (`jobs[3].payload`)."""
         return self._driver.run(enqueue_jobs(jobs, traceparent))
 
+    def enqueue_batch_ids(self, jobs: Iterable[Job | Mapping[str, Any]], *,
+                          traceparent: str | None = None) -> list[str]:
+        """As `enqueue_batch`, answered by the execution ids alone, in order (`Prefer:
+        return=minimal`: nothing of the executions is sent back; an item its idempotency key
+        found is the id stored before)."""
+        return self._driver.run(enqueue_jobs_minimal(jobs, traceparent))
+
 
 class AsyncJobs:
     """`client.jobs` of the asyncio client."""
@@ -94,6 +107,10 @@ class AsyncJobs:
     async def enqueue_batch(self, jobs: Iterable[Job | Mapping[str, Any]], *,
                             traceparent: str | None = None) -> list[Execution]:
         return await self._driver.run(enqueue_jobs(jobs, traceparent))
+
+    async def enqueue_batch_ids(self, jobs: Iterable[Job | Mapping[str, Any]], *,
+                                traceparent: str | None = None) -> list[str]:
+        return await self._driver.run(enqueue_jobs_minimal(jobs, traceparent))
 
 
 share_docs(AsyncJobs, Jobs)
