@@ -38,7 +38,7 @@ SUMMARY_KEYS = {
 STEPS = tuple(SUMMARY_KEYS)
 # The scale steps (bench/scale.py), after the claim cost, each on databases and nodes of its own.
 SCALE_STEPS = ("counts", "saturation", "drain_pruning", "claim_history", "flow", "events", "workflows",
-               "dashboard")
+               "dashboard", "two_nodes")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -1,5 +1,5 @@
 """The summary: Jobwire's figures, the peers' and PostgreSQL's beside them, the ratios, and the
-targets (issue 7's, and the operations issue's counts and scale) each marked met or not."""
+targets (issue 7's, the operations issue's counts and scale, and issue 26's) each marked met or not."""
 
 from __future__ import annotations
 
@@ -49,6 +49,11 @@ def _rss_peak(jw: dict) -> float | None:
 
 ISSUE_7 = "issue 7"
 SCALE = "operations: counts and scale"
+ISSUE_26 = "issue 26: performance II"
+# WAL bytes per job of the sync drain (enqueue + drain) at the commit issue 26 started from,
+# 61bc129: `python -m bench --only drain_sync --baseline 61bc129` (bench/README.md). WAL is
+# counted, not timed, so a figure of another run holds as the bound's base.
+ISSUE_26_BASE_WAL_PER_JOB = 5318.0
 
 
 def _size(result: dict, step: str, key: str, meta_key: str) -> int:
@@ -76,6 +81,23 @@ def scale_targets(result: dict) -> list[tuple[str, Any, str, float]]:
     ]
 
 
+def issue_26_targets(result: dict) -> list[tuple[str, Any, str, float]]:
+    jw, r = result["jobwire"], result["ratios"]
+    wal = _get(jw, "drain_sync", "wal_bytes_per_job")
+    return [
+        ("end-to-end sync ≥ 1.5× PgQueuer default drain", r["drain_sync_vs_pgqueuer_default"], ">=", 1.5),
+        ("end-to-end sync ≥ 0.6× PgQueuer tuned (4 × 50)", r["drain_sync_vs_pgqueuer_tuned"], ">=", 0.6),
+        ("end-to-end callback ≥ 0.6× Jobwire sync", r["drain_callback_vs_drain_sync"], ">=", 0.6),
+        ("single enqueue (16 clients) ≥ 1.2× PgQueuer", r["enqueue_single_vs_pgqueuer"], ">=", 1.2),
+        ("batch enqueue (return=minimal) ≥ 0.6× PgQueuer", r["enqueue_batch_vs_pgqueuer"], ">=", 0.6),
+        ("idle latency p50 ≤ 2.5 ms", _get(jw, "idle_latency", "p50_ms"), "<=", 2.5),
+        ("idle latency p99 ≤ 8 ms", _get(jw, "idle_latency", "p99_ms"), "<=", 8.0),
+        (f"WAL per job, sync drain ≤ 0.6× {ISSUE_26_BASE_WAL_PER_JOB:,.0f} B (61bc129)",
+         None if wal is None else round(wal / ISSUE_26_BASE_WAL_PER_JOB, 3), "<=", 0.6),
+        ("two nodes' drain ≥ 0.9× one node's", _get(jw, "two_nodes", "ratio_two_to_one"), ">=", 0.9),
+    ]
+
+
 def _dashboard_p50(jw: dict) -> float | None:
     """The slowest page's p50, none when a page did not answer 200 (its time says nothing)."""
     step = jw.get("dashboard")
@@ -98,7 +120,7 @@ def targets(result: dict) -> list[dict[str, Any]]:
         (f"peak RSS while draining {_rss_jobs(jw):,} ≤ 200 MB", _rss_peak(jw), "<=", 200.0),
     ]
     out = []
-    for group, group_rows in ((ISSUE_7, rows), (SCALE, scale_targets(result))):
+    for group, group_rows in ((ISSUE_7, rows), (SCALE, scale_targets(result)), (ISSUE_26, issue_26_targets(result))):
         for name, value, op, bound in group_rows:
             met = None if value is None else (value >= bound if op == ">=" else value <= bound)
             out.append({"target": name, "value": value, "bound": bound, "met": met, "group": group})
@@ -120,7 +142,7 @@ def table(result: dict) -> str:
     jw, peers = result["jobwire"], result["peers"]
     if not any(jw.get(k) for k in USUAL) and peers.get("skipped"):  # --only with scale steps alone
         return "\n".join([f"scale steps (median of {result['meta']['runs']} where repeated)",
-                           *scale_table(jw), *_targets(result, (SCALE,))])
+                           *scale_table(jw), *_targets(result, (SCALE, ISSUE_26))])
     pgq, proc, pg = (peers.get(k) for k in ("pgqueuer", "procrastinate", "postgres"))
     lines = [
         f"{'measure (median of ' + str(result['meta']['runs']) + ')':48s}{'Jobwire':>12s}{'PgQueuer':>12s}"
@@ -170,7 +192,7 @@ def table(result: dict) -> str:
                          f"  (Jobwire sync = {_fmt(_ratio(sync, _get(pg, name, 'jobs_per_s')), 2)}×)")
     lines.extend(scale_table(jw))
     has_scale = any(jw.get(k) for k in ("counts", "drain_pruning", "claim_history", "saturation", "dashboard"))
-    lines.extend(_targets(result, (ISSUE_7, SCALE) if has_scale else (ISSUE_7,)))
+    lines.extend(_targets(result, (ISSUE_7, SCALE, ISSUE_26) if has_scale else (ISSUE_7, ISSUE_26)))
     return "\n".join(lines)
 
 
@@ -249,4 +271,9 @@ def scale_table(jw: dict) -> list[str]:
             sat_row(f"{mode}: enqueue (batch) + drain", m["enqueue_drain"])
             sat_row(f"{mode}: enqueue + drain + vacuum", m["enqueue_drain_vacuum"])
         sat_row(f"single enqueue (POST /v1/jobs, {sat['enqueue_single']['jobs']:,} jobs)", sat["enqueue_single"])
+    two = jw.get("two_nodes")
+    if two:
+        lines += ["", f"{'sync drain, two nodes / one (jobs/s medians)':48s}{_fmt(two['two']['jobs_per_s']):>12s}"
+                      f"{_fmt(two['one']['jobs_per_s']):>12s}{_fmt(two['ratio_two_to_one'], 2):>8s}",
+                  f"{'  lost / dispatched twice (all runs)':48s}{two['lost_total']} / {two['dispatched_twice_total']}"]
     return lines

@@ -14,7 +14,8 @@ own (the usual steps' node is stopped by then, so each step has the server to it
   without, and how long after it the last event reached the subscriber;
 - workflows (bench/workflows.py): a workflow 1 → 1,000 → 1 beside 1,002 independent jobs, and the
   database time of the transaction that ends a parent of 10,000 WAITING children;
-- dashboard (bench/dashboard.py): each page of /ui with --history-rows rows of history.
+- dashboard (bench/dashboard.py): each page of /ui with --history-rows rows of history;
+- two_nodes (bench/two_nodes.py): the sync drain with two `jobwire serve` on one database beside one.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ async def run_steps(server: Server, args: argparse.Namespace, steps: list[str],
 
         out["counts"] = res = await counts(server, args.counts_rows, args.counts_requests, log)
         log(f"counts: history {_brief(res['history'])}; empty {_brief(res['empty'])}")
-    handler = (await start_handler() if {"saturation", "drain_pruning", "flow", "events", "workflows"} & set(steps)
-               else None)
+    handler = (await start_handler()
+               if {"saturation", "drain_pruning", "flow", "events", "workflows", "two_nodes"} & set(steps) else None)
     try:
         if "saturation" in steps:
             from bench.saturation import saturation
@@ -70,6 +71,11 @@ async def run_steps(server: Server, args: argparse.Namespace, steps: list[str],
             out["workflows"] = await workflows(server, args.runs, args.concurrency, handler, log,
                                                repeats=1 if args.quick else 5,
                                                children=1_000 if args.quick else 10_000)
+        if "two_nodes" in steps:
+            from bench.two_nodes import two_nodes
+
+            assert handler is not None
+            out["two_nodes"] = await two_nodes(server, args.jobs, args.runs, args.concurrency, handler, log)
     finally:
         if handler is not None:
             handler.stop()

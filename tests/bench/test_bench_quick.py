@@ -47,9 +47,11 @@ def test_quick_run_writes_every_figure(tmp_path):
         assert "Update on job_executions" in plans and "ix_job_executions_claim_all" in plans, plans
     assert jw["claim_cost"]["ratio_large_to_small"] > 0
     assert set(result["ratios"]) >= {"drain_sync_vs_pgqueuer_default", "drain_callback_vs_drain_sync"}
-    assert len(result["targets"]) == 14
+    assert len(result["targets"]) == 23
     assert "Jobwire" in proc.stdout and "targets (issue 7)" in proc.stdout
     assert "targets (operations: counts and scale)" in proc.stdout
+    assert "targets (issue 26: performance II)" in proc.stdout
+    assert jw["drain_sync"]["wal_bytes_per_job"] > 0
     check_scale_figures(result)
 
 
@@ -121,6 +123,14 @@ def check_scale_figures(result: dict) -> None:
     assert pages["executions idempotency_key"]["execution_rows"] == 1
     assert pages["executions state=DEAD_LETTER"]["execution_rows"] == 50
     assert all(p["p50_ms"] > 0 for p in pages.values())
+
+    two = jw["two_nodes"]  # the sync drain with two nodes on one database beside one
+    for side in ("one", "two"):
+        (run,) = two[side]["runs"]
+        assert run["jobs_per_s"] > 0 and run["lost"] == 0 and run["dispatched_twice"] == 0
+    assert two["ratio_two_to_one"] > 0 and two["lost_total"] == two["dispatched_twice_total"] == 0
+    (target,) = [t for t in result["targets"] if t["target"].startswith("two nodes")]
+    assert target["value"] == two["ratio_two_to_one"] and target["met"] in (True, False)
 
     scale = {t["target"]: t for t in result["targets"] if t["group"] == "operations: counts and scale"}
     assert len(scale) == 5

@@ -25,7 +25,7 @@ def test_only_names_the_scale_steps_and_baseline_refuses_them():
     args = parse_args(["--only", "counts,drain_pruning,claim_history"])
     assert args.only == ["counts", "drain_pruning", "claim_history"] and args.skip_peers
     assert set(SCALE_STEPS) == {"counts", "saturation", "drain_pruning", "claim_history", "flow", "events",
-                                "workflows", "dashboard"}
+                                "workflows", "dashboard", "two_nodes"}
     with pytest.raises(SystemExit):
         parse_args(["--only", "counts", "--baseline", "HEAD"])
     assert parse_args(["--only", "workflows", "--runs", "3"]).only == ["workflows"]
