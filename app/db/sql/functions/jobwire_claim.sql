@@ -29,14 +29,15 @@
 --    key's, in job_handler_flow and job_keys: written only for handlers that use them), the
 --    secrets and the result, sorted (UPDATE returns rows in the order it met them); a job in a
 --    workflow comes with its `workflow` (its ref and its parents), one that suspended with its
---    `continuation` (jobwire_resume_context: steps, resume), NULL for the others. A stateful
---    queue whose job is suspended (WAITING) is held as while it is PROCESSING.
+--    `continuation` (jobwire_resume_context: steps, resume), NULL for the others; each with its
+--    handler's `batch` (handler_batch). A stateful queue whose job is suspended (WAITING) is held
+--    as while it is PROCESSING.
 CREATE OR REPLACE FUNCTION jobwire_claim(node text, n int, default_timeout float8, queues text[] DEFAULT NULL)
 RETURNS TABLE (id uuid, job_id text, job_type text, handler text, queue text, attempt int, max_attempts int,
                payload jsonb, parameters jsonb, metadata jsonb, scheduled_at timestamptz,
                started_at timestamptz, deadline_at timestamptz, seconds_left float8,
                handler_url text, handler_secret text, handler_secrets text[], concurrency_key text,
-               flow_watch boolean, workflow jsonb, continuation jsonb)
+               flow_watch boolean, workflow jsonb, continuation jsonb, handler_batch jsonb)
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $function$
@@ -409,7 +410,9 @@ BEGIN
                                           FROM job_dependencies d JOIN job_executions p ON p.id = d.parent_id
                                           WHERE d.child_id = u.id) AS x), CAST('{}' AS jsonb))) END,
            -- A job that suspended: its steps, and its `resume` when this attempt was resumed.
-           CASE WHEN u.suspensions IS NOT NULL THEN jobwire_resume_context(u.id, u.attempt) END
+           CASE WHEN u.suspensions IS NOT NULL THEN jobwire_resume_context(u.id, u.attempt) END,
+           -- The handler's batching ({max_size, max_wait_ms}; NULL: one call per job).
+           h.batch
     FROM u LEFT JOIN job_handlers h ON h.name = u.handler
     LEFT JOIN job_handler_flow f ON f.handler = u.handler
     LEFT JOIN secrets s ON s.handler = u.handler
