@@ -7,6 +7,7 @@ import importlib.metadata
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -245,7 +246,7 @@ async def call_handler_batch(
     of every job; a 202 hands each of them to its callbacks."""
     secrets = _secrets(jobs[0], cipher)
     if isinstance(secrets, Outcome):
-        return [secrets] * len(jobs)
+        return _each(secrets, len(jobs))
     body = batch_request_body([request_body(job, url, token) for job, (url, token) in zip(jobs, callbacks,
                                                                                           strict=True)])
     headers = batch_headers(secrets, jobs, body)
@@ -254,8 +255,14 @@ async def call_handler_batch(
     reply = await _post(transport, jobs[0].handler_url or "", body, headers, min(j.seconds_left for j in jobs),
                         seconds_left)
     if isinstance(reply, Outcome):
-        return [reply] * len(jobs)
+        return _each(reply, len(jobs))
     return classify_batch(reply, jobs, retry_max_delay)
+
+
+def _each(outcome: Outcome, n: int) -> list[Outcome]:
+    """One reply for every job of a batch call: one shared object (Outcome.shared)."""
+    shared = replace(outcome, shared=True)
+    return [shared] * n
 
 
 def _secrets(job: ClaimedJob, cipher: SecretCipher) -> list[str] | Outcome:
@@ -296,7 +303,7 @@ def classify_batch(reply: Reply, jobs: Sequence[ClaimedJob], retry_max_delay: fl
     repeats, are ignored."""
     status = reply.status
     if reply.too_large or status == 202 or not 200 <= status < 300:
-        return [classify(reply, retry_max_delay)] * len(jobs)
+        return _each(classify(reply, retry_max_delay), len(jobs))
     document: Any = None
     if reply.body.strip():
         try:
@@ -305,8 +312,8 @@ def classify_batch(reply: Reply, jobs: Sequence[ClaimedJob], retry_max_delay: fl
             pass
     listed = document.get("outcomes") if isinstance(document, dict) else None
     if not isinstance(listed, list):
-        return [Outcome(OutcomeKind.FAILED, error=f"HTTP {status}: the batch reply has no \"outcomes\" list",
-                        error_type=ErrorType.HANDLER_FAILED, http_status=status)] * len(jobs)
+        return _each(Outcome(OutcomeKind.FAILED, error=f"HTTP {status}: the batch reply has no \"outcomes\" list",
+                             error_type=ErrorType.HANDLER_FAILED, http_status=status), len(jobs))
     wanted = {str(job.id) for job in jobs}
     found: dict[str, Outcome] = {}
     for item in listed:

@@ -215,7 +215,7 @@ class Dispatcher:
                 trace_headers=None if traced is None else traced.headers)
         except asyncio.CancelledError:
             outcome = Outcome(OutcomeKind.ABANDONED, error="node shut down during the call",
-                              error_type=ErrorType.ABANDONED_SHUTDOWN)
+                              error_type=ErrorType.ABANDONED_SHUTDOWN, shared=True)
             for job in jobs:
                 self.completer.add((job, outcome))
                 self.counters.called(job, OutcomeKind.ABANDONED, time.monotonic() - began)
@@ -223,7 +223,7 @@ class Dispatcher:
         except Exception as exc:  # a bug here must not strand the rows in PROCESSING
             log.exception("dispatching a batch of %d executions (%s first) failed", len(jobs), jobs[0].id)
             outcomes = [Outcome(OutcomeKind.FAILED, error=f"internal dispatch error: {exc!r}",
-                                error_type=ErrorType.CONNECTION)] * len(jobs)
+                                error_type=ErrorType.CONNECTION, shared=True)] * len(jobs)
         finally:
             if traced is not None:
                 traced.end(outcomes[0] if outcomes else None, time.monotonic() - began)

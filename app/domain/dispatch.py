@@ -77,3 +77,7 @@ class Outcome:
     # attempt's outcome comes later, by callback, with no status of its own).
     http_status: int | None = None
     suspend: Suspend | None = None  # SUSPENDED: what it waits for
+    # The reply of a batch call as a whole (a failing status, a 202, a connection error, the
+    # deadline), recorded for each of its jobs as this one object: flow state (circuit, adaptive
+    # limit, refusals) counts it once, as one call's reply (app/services/flow.py).
+    shared: bool = False

@@ -172,3 +172,67 @@ async def test_a_group_waits_up_to_max_wait_ms_for_jobs_of_later_claims(api, han
     await wait_for_state(api, alone["id"], "SUCCEEDED")
     assert asyncio.get_running_loop().time() - began >= 0.9  # waited for company that never came
     assert [len(c["executions"]) for c in handler.received] == [3, 1]
+
+
+async def test_a_failing_call_counts_once_toward_the_circuit(api, handler):
+    async def fail(_: web.Request, __: dict[str, Any]) -> web.StreamResponse:
+        return web.Response(status=503, text="down")
+
+    await register(api, "fragile", handler.route("/fragile", fail), batch={"max_size": 10})
+    jobs = await enqueue_all(api, *({"handler": "fragile", "max_attempts": 1} for _ in range(6)))
+    for job in jobs:
+        await wait_for_state(api, job["id"], "DEAD_LETTER")
+    assert [len(c["executions"]) for c in handler.received] == [6]
+    circuit = (await api.get("/v1/handlers/fragile")).json()["circuit"]
+    assert circuit["state"] == "closed" and circuit["failures"] == 1  # one call, not six jobs
+
+
+async def test_an_adaptive_handlers_429_puts_every_job_of_the_call_back_and_halves_the_limit_once(api, handler):
+    calls = {"n": 0}
+
+    async def busy_once(_: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            return web.Response(status=429)
+        return web.json_response({"outcomes": every_one_succeeds(body["executions"])})
+
+    await register(api, "elastic", handler.route("/elastic", busy_once), max_concurrency=8, adaptive=True,
+                   batch={"max_size": 10})
+    jobs = await enqueue_all(api, *({"handler": "elastic", "payload": i} for i in range(4)))
+    for job in jobs:
+        done = await wait_for_state(api, job["id"], "SUCCEEDED")
+        assert done["attempt"] == 0  # a refusal spends no attempt
+    sizes = [len(c["executions"]) for c in handler.received]
+    assert sizes[0] == 4 and all(size <= 2 for size in sizes[1:])  # the limit started at 4, then halved once
+    assert (await api.get("/v1/handlers/elastic")).json()["adaptive"]["limit"] == 2
+
+
+async def test_a_call_open_at_its_soonest_deadline_is_abandoned_and_no_job_waits_past_half_its_time(api, handler):
+    async def hang(_: web.Request, __: dict[str, Any]) -> web.StreamResponse:
+        await asyncio.sleep(3)
+        return web.json_response({"outcomes": []})
+
+    await register(api, "hangs", handler.route("/hangs", hang), batch={"max_size": 10, "max_wait_ms": 1000})
+    began = asyncio.get_running_loop().time()
+    [job] = await enqueue_all(api, {"handler": "hangs", "timeout_seconds": 0.4, "max_attempts": 1})
+    await handler.wait_for(1)
+    assert asyncio.get_running_loop().time() - began < 0.5  # sent after at most half its 0.4 s, not 1 s
+    dead = await wait_for_state(api, job["id"], "DEAD_LETTER")
+    assert dead["error_type"] == "abandoned_deadline"
+    assert asyncio.get_running_loop().time() - began < 2.5  # abandoned at its deadline, not the reply's
+
+
+async def test_stopping_the_node_sends_a_waiting_group_at_once(jobwire, handler):
+    server = await jobwire(shutdown_grace=5.0)
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as api:
+        await register(api, "slowpoke", handler.route("/slowpoke", answer(every_one_succeeds)),
+                       batch={"max_size": 10, "max_wait_ms": 1000})
+        [job] = await enqueue_all(api, {"handler": "slowpoke", "payload": 1})
+        await wait_for_state(api, job["id"], "PROCESSING")
+        began = asyncio.get_running_loop().time()
+        await server.stop()
+        assert asyncio.get_running_loop().time() - began < 0.9
+        assert [len(c["executions"]) for c in handler.received] == [1]
+    restarted = await jobwire()
+    async with httpx.AsyncClient(base_url=restarted.url, timeout=10) as api:
+        assert (await wait_for_state(api, job["id"], "SUCCEEDED"))["result"] == 1
