@@ -202,7 +202,11 @@ class Dispatcher:
         """One call for a batching handler's group (app/dispatcher/batching.py), once it gathered;
         an outcome per job, recorded as a single call's. The call's span, when traced, is its
         first job's."""
-        jobs = await group.gathered()
+        try:
+            jobs = await group.gathered()
+        except asyncio.CancelledError:  # cut short before its call: nothing was sent
+            self._abandon(group.jobs, time.monotonic())
+            raise
         traced = None if self.telemetry is None else self.telemetry.dispatch(jobs[0])
         began = time.monotonic()
         outcomes: list[Outcome] | None = None
@@ -214,11 +218,7 @@ class Dispatcher:
                 self.config.retry_max_delay, seconds_left=lambda: self._soonest_left(jobs), cipher=self.cipher,
                 trace_headers=None if traced is None else traced.headers)
         except asyncio.CancelledError:
-            outcome = Outcome(OutcomeKind.ABANDONED, error="node shut down during the call",
-                              error_type=ErrorType.ABANDONED_SHUTDOWN, shared=True)
-            for job in jobs:
-                self.completer.add((job, outcome))
-                self.counters.called(job, OutcomeKind.ABANDONED, time.monotonic() - began)
+            self._abandon(jobs, began)
             raise
         except Exception as exc:  # a bug here must not strand the rows in PROCESSING
             log.exception("dispatching a batch of %d executions (%s first) failed", len(jobs), jobs[0].id)
@@ -231,6 +231,14 @@ class Dispatcher:
         for job, outcome in zip(jobs, outcomes, strict=True):
             self.completer.add((job, outcome))
             self.counters.called(job, outcome.kind, seconds)
+
+    def _abandon(self, jobs: list[ClaimedJob], began: float) -> None:
+        """Shutdown grace ran out: each job's attempt is abandoned (and retried by whoever claims next)."""
+        outcome = Outcome(OutcomeKind.ABANDONED, error="node shut down during the call",
+                          error_type=ErrorType.ABANDONED_SHUTDOWN, shared=True)
+        for job in jobs:
+            self.completer.add((job, outcome))
+            self.counters.called(job, OutcomeKind.ABANDONED, time.monotonic() - began)
 
     async def _soonest_left(self, jobs: list[ClaimedJob]) -> float | None:
         """A batch call's deadline probe: the seconds left of the soonest deadline among its jobs
@@ -254,6 +262,7 @@ class Dispatcher:
         self._slot_freed.set()
         if self._loop_task is not None:
             await asyncio.gather(self._loop_task, return_exceptions=True)
+        self._gathering.close_all()  # a group a claim running meanwhile opened
         await self._drain(grace, cut_short)
         await self.completer.close()
 

@@ -236,3 +236,29 @@ async def test_stopping_the_node_sends_a_waiting_group_at_once(jobwire, handler)
     restarted = await jobwire()
     async with httpx.AsyncClient(base_url=restarted.url, timeout=10) as api:
         assert (await wait_for_state(api, job["id"], "SUCCEEDED"))["result"] == 1
+
+
+async def test_shutdown_abandons_every_job_of_a_call_still_open_after_the_grace(jobwire, handler):
+    server = await jobwire(shutdown_grace=0.3)
+    release = asyncio.Event()
+
+    async def hang(_: web.Request, __: dict[str, Any]) -> web.StreamResponse:
+        try:
+            await asyncio.wait_for(release.wait(), 10)
+        except TimeoutError:
+            pass
+        return web.json_response({"outcomes": []})
+
+    try:
+        async with httpx.AsyncClient(base_url=server.url, timeout=10) as api:
+            await register(api, "hangs", handler.route("/hangs", hang), batch={"max_size": 10})
+            jobs = await enqueue_all(api, *({"handler": "hangs", "max_attempts": 3} for _ in range(3)))
+            await handler.wait_for(1)
+            await server.stop()
+    finally:
+        release.set()
+    restarted = await jobwire(poll_interval=30.0)  # serves the API; its claims would wait for a NOTIFY
+    async with httpx.AsyncClient(base_url=restarted.url, timeout=10) as api:
+        for job in jobs:
+            attempts = (await api.get(f"/v1/executions/{job['id']}/attempts")).json()["items"]
+            assert attempts[0]["error_type"] == "abandoned_shutdown"
