@@ -3,9 +3,9 @@
 A claim's jobs of such a handler join its open group, in claim order; a group is sent when it
 holds max_size jobs, or when its wait is over: max_wait_ms after its first job came, sooner when
 a job's deadline is near (a job never waits more than half of the time its claim left it), at
-once when the node stops. With max_wait_ms 0 a group holds the jobs of one claim (up to
-max_size) and is sent as soon as the claim's jobs are handed out. Each job keeps its own slot
-(the node's in-flight count is of jobs) and its own outcome.
+once when the node stops or has no slot left for another job. With max_wait_ms 0 a group holds
+the jobs of one claim (up to max_size) and is sent as soon as the claim's jobs are handed out.
+Each job keeps its own slot (the node's in-flight count is of jobs) and its own outcome.
 """
 
 from __future__ import annotations

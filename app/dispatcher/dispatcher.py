@@ -112,6 +112,8 @@ class Dispatcher:
             group = self._gathering.place(job, now)
             if group is not None:
                 self._start(self._execute_batch(group), group.jobs, f"jobwire-batch-{job.id}")
+        if self._jobs_in_flight >= self.config.concurrency:
+            self._gathering.close_all()  # no slot is left for a job to join a group: send them now
         return len(jobs)
 
     def _start(self, call: Coroutine[Any, Any, None], jobs: list[ClaimedJob], name: str) -> None:

@@ -262,3 +262,16 @@ async def test_shutdown_abandons_every_job_of_a_call_still_open_after_the_grace(
         for job in jobs:
             attempts = (await api.get(f"/v1/executions/{job['id']}/attempts")).json()["items"]
             assert attempts[0]["error_type"] == "abandoned_shutdown"
+
+
+async def test_a_group_is_sent_at_once_when_the_node_has_no_slot_left_for_more(jobwire, handler):
+    server = await jobwire(concurrency=2)
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as api:
+        await register(api, "wide", handler.route("/wide", answer(every_one_succeeds)),
+                       batch={"max_size": 10, "max_wait_ms": 1000})
+        began = asyncio.get_running_loop().time()
+        jobs = await enqueue_all(api, *({"handler": "wide", "payload": i} for i in range(2)))
+        for job in jobs:
+            await wait_for_state(api, job["id"], "SUCCEEDED")
+        assert asyncio.get_running_loop().time() - began < 0.8  # not after its 1 s wait
+        assert [len(c["executions"]) for c in handler.received] == [2]
