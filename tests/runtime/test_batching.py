@@ -275,3 +275,42 @@ async def test_a_group_is_sent_at_once_when_the_node_has_no_slot_left_for_more(j
             await wait_for_state(api, job["id"], "SUCCEEDED")
         assert asyncio.get_running_loop().time() - began < 0.8  # not after its 1 s wait
         assert [len(c["executions"]) for c in handler.received] == [2]
+
+
+async def test_a_rate_limit_counts_jobs_not_calls(api, handler):
+    await register(api, "metered", handler.route("/metered", answer(every_one_succeeds)),
+                   rate_limit={"limit": 60, "period_seconds": 3600}, batch={"max_size": 10})
+    jobs = await enqueue_all(api, *({"handler": "metered", "payload": i} for i in range(5)))
+    await handler.wait_for(1)
+    await asyncio.sleep(0.5)  # further claims find the rate limit spent (a burst of 60 / 20, then a minute apart)
+    assert [len(c["executions"]) for c in handler.received] == [3]
+    states = sorted([(await api.get(f"/v1/executions/{j['id']}")).json()["state"] for j in jobs])
+    assert states == ["ENQUEUED"] * 2 + ["SUCCEEDED"] * 3
+
+
+async def test_a_stateful_handlers_jobs_go_one_at_a_time_each_in_a_call_of_its_own(api, handler):
+    await register(api, "serial", handler.route("/serial", answer(every_one_succeeds)), stateful=True,
+                   batch={"max_size": 10})
+    jobs = await enqueue_all(api, *({"handler": "serial", "queue": "ledger", "payload": i} for i in range(3)))
+    for job in jobs:
+        await wait_for_state(api, job["id"], "SUCCEEDED")
+    assert [[e["payload"] for e in c["executions"]] for c in handler.received] == [[0], [1], [2]]
+
+
+async def test_heartbeats_during_a_batch_call_move_its_deadline(api, handler):
+    async def beating(_: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        async with httpx.AsyncClient() as client:
+            for _ in range(4):  # 1.2 s in all, past the 0.5 s the jobs were claimed with
+                await asyncio.sleep(0.3)
+                for e in body["executions"]:
+                    beat = await client.post(f"{e['callback']['url']}/heartbeat",
+                                             headers={"authorization": f"Bearer {e['callback']['token']}"})
+                    assert beat.status_code == 200
+        return web.json_response({"outcomes": every_one_succeeds(body["executions"])})
+
+    await register(api, "beats", handler.route("/beats", beating), timeout_seconds=0.5, batch={"max_size": 10})
+    jobs = await enqueue_all(api, *({"handler": "beats", "payload": i, "max_attempts": 1} for i in range(2)))
+    for job in jobs:
+        done = await wait_for_state(api, job["id"], {"SUCCEEDED", "DEAD_LETTER"})
+        assert done["state"] == "SUCCEEDED" and done["attempt"] == 0
+    assert [len(c["executions"]) for c in handler.received] == [2]
