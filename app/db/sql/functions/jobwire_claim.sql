@@ -29,9 +29,8 @@
 --    key's, in job_handler_flow and job_keys: written only for handlers that use them), the
 --    secrets and the result, sorted (UPDATE returns rows in the order it met them); a job in a
 --    workflow comes with its `workflow` (its ref and its parents), one that suspended with its
---    `continuation` (jobwire_resume_context: steps, resume), NULL for the others; each with its
---    handler's `batch` (handler_batch). A stateful queue whose job is suspended (WAITING) is held
---    as while it is PROCESSING.
+--    `continuation` (jobwire_resume_context: steps, resume), NULL for the others. A stateful
+--    queue whose job is suspended (WAITING) is held as while it is PROCESSING.
 CREATE OR REPLACE FUNCTION jobwire_claim(node text, n int, default_timeout float8, queues text[] DEFAULT NULL)
 RETURNS TABLE (id uuid, job_id text, job_type text, handler text, queue text, attempt int, max_attempts int,
                payload jsonb, parameters jsonb, metadata jsonb, scheduled_at timestamptz,
