@@ -163,7 +163,7 @@ def value_kinds() -> dict[Any, str]:
             arguments.json_value: "JSON", arguments.json_object: "a JSON object",
             arguments.positive: "integer ≥ 1", connection.seconds: "seconds, > 0",
             arguments.metadata_pair: "`KEY:VALUE`", arguments.instant: "RFC 3339 time with an offset",
-            jobs.batch_size: "integer", importing.key_prefix: "text",
+            jobs.batch_size: "integer", importing.key_prefix: "text", arguments.batch: "`SIZE[/WAIT_MS]`",
             # an action that reads its value itself (its type is None): said by its class
             arguments.RateLimitOption: "a rate: `LIMIT/PERIOD`"}
 

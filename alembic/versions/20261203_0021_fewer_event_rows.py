@@ -19,7 +19,7 @@ Downgrade restores the functions of the revisions before (events are not written
 ran in between).
 
 Revision ID: 20261203_0021
-Revises: 20261203_0019
+Revises: 20261203_0020
 Create Date: 2026-12-03
 """
 
@@ -32,7 +32,7 @@ from alembic import op
 from app.db.functions import apply
 
 revision = "20261203_0021"
-down_revision = "20261203_0019"
+down_revision = "20261203_0020"
 branch_labels = None
 depends_on = None
 
@@ -40,7 +40,7 @@ HERE = Path(__file__).parent
 COPIES = HERE / "20261203_0021"
 # Each function's text before this revision: the newest earlier copy.
 BEFORE = {
-    "jobwire_claim": HERE / "20261203_0017",
+    "jobwire_claim": HERE / "20261203_0020",
     "jobwire_enqueue": HERE / "20261203_0017",
     "jobwire_workflow_transitions": HERE / "20261203_0019",
 }

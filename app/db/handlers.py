@@ -10,7 +10,7 @@ from app.db.queries import load
 from app.db.rows import handler_from
 from app.db.signing_secrets import HANDLER_SECRETS
 from app.db.statements import execute, fetch, fetchrow, fetchval, json_param
-from app.domain.handlers import Handler, RateLimit
+from app.domain.handlers import Batch, Handler, RateLimit
 
 Q = load("handlers.sql")
 
@@ -47,6 +47,7 @@ class HandlerRepository:
         rate_limit: RateLimit | None = None,
         key_rate_limit: RateLimit | None = None,
         adaptive: bool = False,
+        batch: Batch | None = None,
     ) -> tuple[Handler, bool]:
         """Insert or replace; returns the handler and whether it was created. new_secret (as
         stored) becomes a created handler's first signing secret."""
@@ -54,7 +55,8 @@ class HandlerRepository:
                              max_concurrency=max_concurrency, stateful=stateful, secret=new_secret,
                              key_concurrency=key_concurrency,
                              rate_limit=json_param(rate_limit and rate_limit.document()),
-                             key_rate_limit=json_param(key_rate_limit and key_rate_limit.document()), adaptive=adaptive)
+                             key_rate_limit=json_param(key_rate_limit and key_rate_limit.document()), adaptive=adaptive,
+                             batch=json_param(batch and batch.document()))
         assert row is not None
         secrets = await self.secrets.of(conn, [name])
         return handler_from(row, secrets.get(name, ())), bool(row["created"])

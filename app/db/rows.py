@@ -12,7 +12,7 @@ from app.domain.dispatch import ClaimedJob
 from app.domain.events import Event, EventType
 from app.domain.executions import Execution, JobType, Progress
 from app.domain.flow import ADAPTIVE_START, Circuit, CircuitState
-from app.domain.handlers import Handler, RateLimit
+from app.domain.handlers import Batch, Handler, RateLimit
 from app.domain.handler_secrets import HandlerSecret
 from app.domain.schedules import ExecutionMode, MisfirePolicy, OverlapPolicy, Schedule, ScheduleSpec
 from app.domain.states import JobState
@@ -130,6 +130,7 @@ def claimed_from(m: Mapping[str, Any]) -> ClaimedJob:
         flow_watch=m["flow_watch"],
         workflow=None if m["workflow"] is None else _embedded_json(m["workflow"]),
         continuation=None if m["continuation"] is None else orjson.loads(m["continuation"]),
+        batch=batch_from(m.get("handler_batch")),
     )
 
 
@@ -155,7 +156,17 @@ def handler_from(m: Mapping[str, Any], secrets: tuple[HandlerSecret, ...] = ()) 
         adaptive_limit=(m["adaptive_limit"] or min(m["max_concurrency"] or 1, ADAPTIVE_START)) if m["adaptive"]
         else None,
         adaptive_since=m["adaptive_since"] if m["adaptive"] else None,
+        batch=batch_from(m["batch"]),
     )
+
+
+def batch_from(value: Any) -> Batch | None:
+    """job_handlers.batch ({"max_size", "max_wait_ms"}, as a decoded document or JSON text) as a Batch."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = orjson.loads(value)
+    return Batch(max_size=int(value["max_size"]), max_wait_ms=int(value.get("max_wait_ms") or 0))
 
 
 def rate_limit_from(value: Any) -> RateLimit | None:

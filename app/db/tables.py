@@ -374,6 +374,9 @@ job_handlers = Table(
     Column("rate_limit", JSONB),
     Column("key_rate_limit", JSONB),
     Column("adaptive", Boolean, nullable=False, server_default=text("false")),  # AIMD below max_concurrency
+    # Revision 20261203_0020: {"max_size": n, "max_wait_ms": ms}, due jobs sent together in one call
+    # (app/dispatcher/batching.py); NULL, one call per job.
+    Column("batch", JSONB),
 )
 
 def adaptive_columns() -> list[Column]:  # type: ignore[type-arg]

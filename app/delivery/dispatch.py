@@ -7,6 +7,7 @@ import importlib.metadata
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -81,19 +82,34 @@ def signed_headers(secrets: str | Sequence[str], job: ClaimedJob, body: bytes,
     it), the attempt is `jobwire-attempt`; `webhook-signature` holds one `v1,<sig>` per secret
     (`whsec_…`, newest first), space-separated, so a handler verifies with any one of them."""
     resumption = job.resumption
-    msg_id = webhook_id(job.id, resumption)
-    timestamp = int(now if now is not None else time.time())
-    headers = {
-        "content-type": "application/json",
-        "user-agent": USER_AGENT,
-        "webhook-id": msg_id,
-        "jobwire-attempt": str(job.attempt),
-        "webhook-timestamp": str(timestamp),
-        "webhook-signature": sign_webhook(secrets, msg_id, timestamp, body),
-    }
+    headers = _signed(secrets, webhook_id(job.id, resumption), body, now)
+    headers["jobwire-attempt"] = str(job.attempt)
     if resumption is not None:
         headers["jobwire-resume"] = str(resumption)
     return headers
+
+
+def _signed(secrets: str | Sequence[str], msg_id: str, body: bytes, now: float | None = None) -> dict[str, str]:
+    timestamp = int(now if now is not None else time.time())
+    return {
+        "content-type": "application/json",
+        "user-agent": USER_AGENT,
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": sign_webhook(secrets, msg_id, timestamp, body),
+    }
+
+
+def batch_request_body(bodies: Sequence[bytes]) -> bytes:
+    """The batch form's body, `{"executions": [...]}`: each job's own request_body as it is."""
+    return b'{"executions":[' + b",".join(bodies) + b"]}"
+
+
+def batch_headers(secrets: str | Sequence[str], jobs: Sequence[ClaimedJob], body: bytes,
+                  now: float | None = None) -> dict[str, str]:
+    """The batch form's headers: signed once for the whole body, `webhook-id` the first
+    execution's id and the count (`<id>+<n>`). Attempts (and resumptions) are in each body."""
+    return _signed(secrets, f"{jobs[0].id}+{len(jobs)}", body, now)
 
 
 def classify(reply: Reply, retry_max_delay: float) -> Outcome:
@@ -202,24 +218,74 @@ async def call_handler(
     `cipher` reads the handler's stored secrets (its cache keeps decrypting off this path).
     `trace_headers`: the call's trace context (`traceparent`, app/delivery/telemetry.py), sent
     beside the signed headers (the signature covers the body only)."""
+    secrets = _secrets(job, cipher)
+    if isinstance(secrets, Outcome):
+        return secrets
+    body = request_body(job, callback_url, token)
+    headers = signed_headers(secrets, job, body)
+    if trace_headers:
+        headers.update(trace_headers)
+    reply = await _post(transport, job.handler_url or "", body, headers, job.seconds_left, seconds_left)
+    return reply if isinstance(reply, Outcome) else classify(reply, retry_max_delay)
+
+
+async def call_handler_batch(
+    transport: Transport,
+    jobs: Sequence[ClaimedJob],
+    callbacks: Sequence[tuple[str, str]],
+    retry_max_delay: float,
+    seconds_left: DeadlineProbe | None = None,
+    cipher: SecretCipher = PLAIN,
+    trace_headers: Mapping[str, str] | None = None,
+) -> list[Outcome]:
+    """One call for several jobs of one handler (its batch form, DESIGN §9): the outcome of each
+    job, in the order of `jobs`. `callbacks`: each job's (callback url, token), parallel to `jobs`.
+    The call's deadline is the soonest of the jobs'; `seconds_left` says how long the soonest of
+    those still running has now (heartbeats move them), as for one job's call. A reply that is
+    not a 2xx with outcomes (a failing status, a connection error, the deadline) is the outcome
+    of every job; a 202 hands each of them to its callbacks."""
+    secrets = _secrets(jobs[0], cipher)
+    if isinstance(secrets, Outcome):
+        return _each(secrets, len(jobs))
+    body = batch_request_body([request_body(job, url, token) for job, (url, token) in zip(jobs, callbacks,
+                                                                                          strict=True)])
+    headers = batch_headers(secrets, jobs, body)
+    if trace_headers:
+        headers.update(trace_headers)
+    reply = await _post(transport, jobs[0].handler_url or "", body, headers, min(j.seconds_left for j in jobs),
+                        seconds_left)
+    if isinstance(reply, Outcome):
+        return _each(reply, len(jobs))
+    return classify_batch(reply, jobs, retry_max_delay)
+
+
+def _each(outcome: Outcome, n: int) -> list[Outcome]:
+    """One reply for every job of a batch call: one shared object (Outcome.shared)."""
+    shared = replace(outcome, shared=True)
+    return [shared] * n
+
+
+def _secrets(job: ClaimedJob, cipher: SecretCipher) -> list[str] | Outcome:
+    """The handler's signing secrets in plain text, or the failed outcome of a call that cannot be made."""
     stored = job.handler_secrets or ((job.handler_secret,) if job.handler_secret else ())
     if not job.handler_url or not stored:
         return Outcome(OutcomeKind.FAILED, error=f"handler {job.handler!r} is not registered",
                        error_type=ErrorType.HANDLER_FAILED, retryable=False)
     try:
-        secrets = [cipher.reveal(s) for s in stored]
+        return [cipher.reveal(s) for s in stored]
     except UnreadableSecret as exc:
         # A node without the key (or with another one) beside nodes that have it: retryable, so
         # another node, or this one once its key is set right, makes the next attempt.
         log.error("execution %s not dispatched to handler %r: %s", job.id, job.handler, exc)
         return Outcome(OutcomeKind.FAILED, error=str(exc), error_type=ErrorType.HANDLER_FAILED)
-    body = request_body(job, callback_url, token)
-    headers = signed_headers(secrets, job, body)
-    if trace_headers:
-        headers.update(trace_headers)
+
+
+async def _post(transport: Transport, url: str, body: bytes, headers: dict[str, str], left: float,
+                probe: DeadlineProbe | None) -> Reply | Outcome:
+    """The reply, or the outcome of a call that got none (the deadline, a refused destination, a
+    connection error)."""
     try:
-        reply = await _within_deadline(transport.post(job.handler_url, body, headers, None), job.seconds_left,
-                                       seconds_left)
+        return await _within_deadline(transport.post(url, body, headers, None), left, probe)
     except DeadlineExceeded as exc:
         return Outcome(OutcomeKind.ABANDONED, error=str(exc), error_type=ErrorType.ABANDONED_DEADLINE)
     except BlockedDestination as exc:  # nothing was sent; no retry can reach it: dead-letters at once
@@ -227,7 +293,64 @@ async def call_handler(
                        retryable=False)
     except TransportError as exc:
         return Outcome(OutcomeKind.FAILED, error=error_text(str(exc)), error_type=ErrorType.CONNECTION)
-    return classify(reply, retry_max_delay)
+
+
+def classify_batch(reply: Reply, jobs: Sequence[ClaimedJob], retry_max_delay: float) -> list[Outcome]:
+    """A batch call's reply as the outcome of each job (in the order of `jobs`): a 2xx (not 202)
+    with `{"outcomes": [{execution_id, outcome, result?, error?, retryable?}]}` decides per job,
+    a job it leaves out failed; anything else is classified as one job's reply would be, for all
+    of them (a 202 hands each to its callbacks). Outcomes of executions not in the call, and
+    repeats, are ignored."""
+    status = reply.status
+    if reply.too_large or status == 202 or not 200 <= status < 300:
+        return _each(classify(reply, retry_max_delay), len(jobs))
+    document: Any = None
+    if reply.body.strip():
+        try:
+            document = loads(reply.body)
+        except orjson.JSONDecodeError:
+            pass
+    listed = document.get("outcomes") if isinstance(document, dict) else None
+    if not isinstance(listed, list):
+        return _each(Outcome(OutcomeKind.FAILED, error=f"HTTP {status}: the batch reply has no \"outcomes\" list",
+                             error_type=ErrorType.HANDLER_FAILED, http_status=status), len(jobs))
+    wanted = {str(job.id) for job in jobs}
+    found: dict[str, Outcome] = {}
+    for item in listed:
+        execution_id = item.get("execution_id") if isinstance(item, dict) else None
+        if isinstance(execution_id, str) and execution_id in wanted and execution_id not in found:
+            found[execution_id] = _batch_outcome(item, status)
+    missing = Outcome(OutcomeKind.FAILED, error=f"HTTP {status}: the batch reply has no outcome for this execution",
+                      error_type=ErrorType.HANDLER_FAILED, http_status=status)
+    return [found.get(str(job.id), missing) for job in jobs]
+
+
+def _batch_outcome(item: dict[str, Any], status: int) -> Outcome:
+    """One job's entry of a batch reply: `succeeded` with its `result` (as a single reply's
+    `{"result"}`), or `failed` with its `error` ({type, message}, as a failing reply's body, or a
+    string) and `retryable` (default true)."""
+    outcome = item.get("outcome")
+    if outcome == "succeeded":
+        result = item.get("result")
+        try:
+            check_storable(result, "result")
+        except UnstorableJson as exc:
+            return Outcome(OutcomeKind.FAILED, error=f"the reply's result cannot be stored: {exc.path}: {exc.message}",
+                           error_type=ErrorType.HANDLER_FAILED, http_status=status)
+        return Outcome(OutcomeKind.SUCCEEDED, result=result, http_status=status)
+    if outcome != "failed":
+        return Outcome(OutcomeKind.FAILED, error=error_text(f"unknown outcome {str(outcome)[:100]!r} in the batch "
+                                                            "reply (succeeded or failed)"),
+                       error_type=ErrorType.HANDLER_FAILED, http_status=status)
+    reported = reported_failure(item)
+    if reported is not None:
+        return Outcome(OutcomeKind.FAILED, error=error_text(reported.message or "failed"),
+                       error_type=reported.error_type or ErrorType.HANDLER_FAILED, retryable=reported.retryable,
+                       http_status=status)
+    error, retryable = item.get("error"), item.get("retryable", True)
+    return Outcome(OutcomeKind.FAILED, error=error_text(error if isinstance(error, str) and error else "failed"),
+                   error_type=ErrorType.HANDLER_FAILED, retryable=retryable if isinstance(retryable, bool) else True,
+                   http_status=status)
 
 
 async def _within_deadline(post: Awaitable[Reply], left: float, probe: DeadlineProbe | None) -> Reply:

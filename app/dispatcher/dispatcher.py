@@ -10,18 +10,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from app.dispatcher.batching import Gathering, Group
 from app.dispatcher.completer import Completer
 from app.domain.errors import DatabaseUnavailable
 from app.domain.logfields import fields
 from app.domain.dispatch import ClaimedJob, Outcome, OutcomeKind
 from app.domain.executions import ErrorType
 from app.domain.metrics import NodeCounters
-from app.delivery.dispatch import call_handler
+from app.delivery.dispatch import call_handler, call_handler_batch
 from app.delivery.secret_cipher import PLAIN, SecretCipher
 from app.delivery.transport import Transport
 from app.services.outcomes import OutcomeService
@@ -66,7 +67,10 @@ class Dispatcher:
         self.cipher = cipher
         self.telemetry = telemetry
         self.completer: Completer[tuple[ClaimedJob, Outcome]] = Completer(outcomes.record)
-        self._in_flight: dict[asyncio.Task[None], ClaimedJob] = {}
+        # Each call's task and its jobs (a batch call's grow while its group gathers): one slot per job.
+        self._in_flight: dict[asyncio.Task[None], list[ClaimedJob]] = {}
+        self._jobs_in_flight = 0
+        self._gathering = Gathering()
         self._wake = asyncio.Event()
         self._slot_freed = asyncio.Event()
         self._stopping = False
@@ -76,7 +80,8 @@ class Dispatcher:
 
     @property
     def in_flight(self) -> int:
-        return len(self._in_flight)
+        """Jobs claimed and not yet ended here (a batch call counts each of its jobs)."""
+        return self._jobs_in_flight
 
     def wake(self) -> None:
         """New work may be due (a NOTIFY arrived)."""
@@ -88,7 +93,7 @@ class Dispatcher:
 
     async def run_once(self) -> int:
         """Claim as many due jobs as there are free slots and start their calls; returns the count."""
-        free = min(self.config.concurrency - len(self._in_flight), self.config.max_claim_batch)
+        free = min(self.config.concurrency - self._jobs_in_flight, self.config.max_claim_batch)
         if free <= 0:
             return 0
         jobs = await self.outcomes.claim(free)
@@ -96,19 +101,33 @@ class Dispatcher:
         self.counters.claimed(jobs)
         if jobs and self.expect_deadline is not None:
             self.expect_deadline(min(job.seconds_left for job in jobs))
+        now = asyncio.get_running_loop().time()
         for job in jobs:
-            task = asyncio.create_task(self._execute(job), name=f"jobwire-call-{job.id}")
-            self._in_flight[task] = job
-            task.add_done_callback(self._call_done)
+            self._jobs_in_flight += 1
+            if job.batch is None:
+                self._start(self._execute(job), [job], f"jobwire-call-{job.id}")
+                continue
+            # A batching handler's job joins its open group (no await until every job is placed:
+            # a group sent at once still holds all of this claim's jobs, up to max_size).
+            group = self._gathering.place(job, now)
+            if group is not None:
+                self._start(self._execute_batch(group), group.jobs, f"jobwire-batch-{job.id}")
+        if self._jobs_in_flight >= self.config.concurrency:
+            self._gathering.close_all()  # no slot is left for a job to join a group: send them now
         return len(jobs)
+
+    def _start(self, call: Coroutine[Any, Any, None], jobs: list[ClaimedJob], name: str) -> None:
+        task = asyncio.create_task(call, name=name)
+        self._in_flight[task] = jobs
+        task.add_done_callback(self._call_done)
 
     async def _run(self) -> None:
         while not self._stopping:
-            if len(self._in_flight) >= self.config.concurrency:
+            if self._jobs_in_flight >= self.config.concurrency:
                 self._slot_freed.clear()
                 await self._slot_freed.wait()
                 continue
-            asked = min(self.config.concurrency - len(self._in_flight), self.config.max_claim_batch)
+            asked = min(self.config.concurrency - self._jobs_in_flight, self.config.max_claim_batch)
             self._wake.clear()
             try:
                 if self._claim_uncertain:
@@ -141,7 +160,7 @@ class Dispatcher:
         return min(self.config.poll_interval, slot if slot > 0.001 else 0.005)
 
     async def _reconcile(self) -> None:
-        tracked = [job.id for job in self._in_flight.values()]
+        tracked = [job.id for jobs in self._in_flight.values() for job in jobs]
         tracked += [job.id for job, _ in self.completer.buffered()]
         released = await self.outcomes.release_untracked(tracked)
         self._claim_uncertain = False
@@ -181,8 +200,56 @@ class Dispatcher:
         self.completer.add((job, outcome))
         self.counters.called(job, outcome.kind, time.monotonic() - began)
 
+    async def _execute_batch(self, group: Group) -> None:
+        """One call for a batching handler's group (app/dispatcher/batching.py), once it gathered;
+        an outcome per job, recorded as a single call's. The call's span, when traced, is its
+        first job's."""
+        try:
+            jobs = await group.gathered()
+        except asyncio.CancelledError:  # cut short before its call: nothing was sent
+            self._abandon(group.jobs, time.monotonic())
+            raise
+        traced = None if self.telemetry is None else self.telemetry.dispatch(jobs[0])
+        began = time.monotonic()
+        outcomes: list[Outcome] | None = None
+        try:
+            outcomes = await call_handler_batch(
+                self.transport, jobs,
+                [(f"{self.config.public_url}/v1/executions/{job.id}", self.token_for(job.id, job.attempt))
+                 for job in jobs],
+                self.config.retry_max_delay, seconds_left=lambda: self._soonest_left(jobs), cipher=self.cipher,
+                trace_headers=None if traced is None else traced.headers)
+        except asyncio.CancelledError:
+            self._abandon(jobs, began)
+            raise
+        except Exception as exc:  # a bug here must not strand the rows in PROCESSING
+            log.exception("dispatching a batch of %d executions (%s first) failed", len(jobs), jobs[0].id)
+            outcomes = [Outcome(OutcomeKind.FAILED, error=f"internal dispatch error: {exc!r}",
+                                error_type=ErrorType.CONNECTION, shared=True)] * len(jobs)
+        finally:
+            if traced is not None:
+                traced.end(outcomes[0] if outcomes else None, time.monotonic() - began)
+        seconds = time.monotonic() - began
+        for job, outcome in zip(jobs, outcomes, strict=True):
+            self.completer.add((job, outcome))
+            self.counters.called(job, outcome.kind, seconds)
+
+    def _abandon(self, jobs: list[ClaimedJob], began: float) -> None:
+        """Shutdown grace ran out: each job's attempt is abandoned (and retried by whoever claims next)."""
+        outcome = Outcome(OutcomeKind.ABANDONED, error="node shut down during the call",
+                          error_type=ErrorType.ABANDONED_SHUTDOWN, shared=True)
+        for job in jobs:
+            self.completer.add((job, outcome))
+            self.counters.called(job, OutcomeKind.ABANDONED, time.monotonic() - began)
+
+    async def _soonest_left(self, jobs: list[ClaimedJob]) -> float | None:
+        """A batch call's deadline probe: the seconds left of the soonest deadline among its jobs
+        still running (heartbeats move each); None when none is."""
+        left = [s for s in [await self.outcomes.seconds_left(job.id, job.attempt) for job in jobs] if s is not None]
+        return min(left) if left else None
+
     def _call_done(self, task: asyncio.Task[None]) -> None:
-        self._in_flight.pop(task, None)
+        self._jobs_in_flight -= len(self._in_flight.pop(task, ()))
         self._slot_freed.set()
 
     async def stop(self, grace: float, cut_short: asyncio.Event | None = None) -> None:
@@ -192,10 +259,12 @@ class Dispatcher:
         `cut_short` set (a second Ctrl-C) ends the wait at once: the calls left are abandoned and
         re-enqueued as when the grace runs out."""
         self._stopping = True
+        self._gathering.close_all()
         self._wake.set()
         self._slot_freed.set()
         if self._loop_task is not None:
             await asyncio.gather(self._loop_task, return_exceptions=True)
+        self._gathering.close_all()  # a group a claim running meanwhile opened
         await self._drain(grace, cut_short)
         await self.completer.close()
 
@@ -217,10 +286,10 @@ class Dispatcher:
                     break
                 done, _ = await asyncio.wait(pending | {interrupt}, timeout=left,
                                              return_when=asyncio.FIRST_COMPLETED)
-                for task in sorted(done & pending, key=lambda t: str(calls[t].id)):
+                for task in sorted(done & pending, key=lambda t: str(calls[t][0].id)):
                     pending.discard(task)
-                    log.info("call of execution %s finished; %d left", calls[task].id, len(pending),
-                             extra=fields(execution=str(calls[task].id), calls_left=len(pending)))
+                    log.info("call of execution %s finished; %d left", calls[task][0].id, len(pending),
+                             extra=fields(execution=str(calls[task][0].id), calls_left=len(pending)))
                 interrupted = interrupt in done
         finally:
             interrupt.cancel()

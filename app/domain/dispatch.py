@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
+from app.domain.batching import Batch
 from app.domain.waits import Suspend
 
 
@@ -45,6 +46,8 @@ class ClaimedJob:
     # A job that suspended (DESIGN §9): its recorded `steps`, and `resume` ({n, reason, signals,
     # children}) when this attempt was resumed, as jobwire_resume_context built them; None otherwise.
     continuation: dict[str, Any] | None = None
+    # Its handler's batching (jobwire_claim's handler_batch): sent with other due jobs of the handler.
+    batch: Batch | None = None
 
     @property
     def resumption(self) -> int | None:
@@ -74,3 +77,7 @@ class Outcome:
     # attempt's outcome comes later, by callback, with no status of its own).
     http_status: int | None = None
     suspend: Suspend | None = None  # SUSPENDED: what it waits for
+    # The reply of a batch call as a whole (a failing status, a 202, a connection error, the
+    # deadline), recorded for each of its jobs as this one object: flow state (circuit, adaptive
+    # limit, refusals) counts it once, as one call's reply (app/services/flow.py).
+    shared: bool = False

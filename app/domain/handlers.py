@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from app.domain.batching import Batch
 from app.domain.flow import Circuit
 from app.domain.handler_secrets import HandlerSecret
 
@@ -41,3 +42,4 @@ class Handler:
     circuit: Circuit = Circuit()  # its circuit breaker, shared by every node
     adaptive_limit: int | None = None  # an adaptive handler's effective limit (jobs without a key)
     adaptive_since: datetime | None = None
+    batch: Batch | None = None  # its due jobs sent together; None: one call per job

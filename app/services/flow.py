@@ -22,6 +22,27 @@ def _pause(replies: Sequence[Reply]) -> float | None:
     return max((r.retry_after for r in replies if r.retry_after is not None), default=None)
 
 
+def _once_per_call(results: Sequence[tuple[ClaimedJob, Outcome]]
+                   ) -> tuple[Sequence[tuple[ClaimedJob, Outcome]], dict[UUID, list[UUID]]]:
+    """The results with a batch call's shared reply kept for its first job only, and, per such
+    first job, the other jobs that share its reply."""
+    if not any(o.shared for _, o in results):
+        return results, {}
+    kept: list[tuple[ClaimedJob, Outcome]] = []
+    lead_of: dict[int, UUID] = {}
+    riders: dict[UUID, list[UUID]] = {}
+    for job, outcome in results:
+        if outcome.shared:
+            lead = lead_of.get(id(outcome))
+            if lead is not None:
+                riders[lead].append(job.id)
+                continue
+            lead_of[id(outcome)] = job.id
+            riders[job.id] = []
+        kept.append((job, outcome))
+    return kept, riders
+
+
 class FlowService:
     def __init__(self, db: Database, flow: FlowRepository | None = None) -> None:
         self.db = db
@@ -29,7 +50,10 @@ class FlowService:
 
     async def observe(self, results: Sequence[tuple[ClaimedJob, Outcome]]) -> frozenset[UUID]:
         """Record what the replies say; returns the executions whose 429 an adaptive handler's
-        limiter takes as a refusal (to be put back ENQUEUED with the same attempt)."""
+        limiter takes as a refusal (to be put back ENQUEUED with the same attempt). The reply of a
+        batch call as a whole (Outcome.shared) counts once, by its first job, and what it decides
+        for that job it decides for the others (a 429 taken as a refusal puts them all back)."""
+        results, riders = _once_per_call(results)
         moving = [(job, reply) for job, reply in ((j, reply_of(o)) for j, o in results)
                   if job.flow_watch or moves_flow(reply)]
         if not moving:
@@ -64,4 +88,4 @@ class FlowService:
                                   _pause([r for _, r in mine])))
             if key_saves:
                 await self.flow.save_keys(conn, key_saves)
-        return frozenset(released)
+        return frozenset(released | {rider for lead in released for rider in riders.get(lead, ())})

@@ -9,7 +9,7 @@ from uuid import UUID
 from app.db.database import Database
 from app.db.handlers import HandlerRepository
 from app.domain.errors import Conflict, FieldError, NotFound, ValidationFailed
-from app.domain.handlers import Handler, RateLimit
+from app.domain.handlers import Batch, Handler, RateLimit
 from app.domain.handler_secrets import NewHandlerSecret
 from app.domain.address_policy import ANY_NETWORK, NetworkPolicy
 from app.domain.handler_urls import destination_problem
@@ -28,6 +28,7 @@ class HandlerSpec:
     rate_limit: RateLimit | None = None
     key_rate_limit: RateLimit | None = None
     adaptive: bool = False
+    batch: Batch | None = None
 
 
 class HandlerService:
@@ -67,6 +68,7 @@ class HandlerService:
                 rate_limit=spec.rate_limit,
                 key_rate_limit=spec.key_rate_limit,
                 adaptive=spec.adaptive,
+                batch=spec.batch,
             )
         return (replace(handler, secret=secret) if created else handler), created
 

@@ -36,6 +36,17 @@ async def test_optional_handler_fields_default_when_omitted(api: httpx.AsyncClie
     assert body["timeout_seconds"] is None and body["max_concurrency"] is None and body["stateful"] is False
 
 
+async def test_batch_is_shown_as_set_and_null_turns_it_off(api: httpx.AsyncClient) -> None:
+    created = (await api.put("/v1/handlers/bulk", json={"url": NOWHERE, "batch": {"max_size": 50}})).json()
+    assert created["batch"] == {"max_size": 50, "max_wait_ms": 0}
+    await api.put("/v1/handlers/bulk", json={"url": NOWHERE, "batch": {"max_size": 500, "max_wait_ms": 1000}})
+    assert (await api.get("/v1/handlers/bulk")).json()["batch"] == {"max_size": 500, "max_wait_ms": 1000}
+    assert (await api.put("/v1/handlers/bulk", json={"url": NOWHERE, "batch": None})).json()["batch"] is None
+    await api.put("/v1/handlers/bulk", json={"url": NOWHERE, "batch": {"max_size": 1}})
+    assert (await api.put("/v1/handlers/bulk", json={"url": NOWHERE})).json()["batch"] is None  # absent: off
+    assert (await api.get("/v1/handlers")).json()["items"][0]["batch"] is None
+
+
 async def test_second_put_is_200_without_a_secret_and_updates_the_url(api: httpx.AsyncClient) -> None:
     first = (await api.put("/v1/handlers/h", json={"url": NOWHERE})).json()
     second = await api.put("/v1/handlers/h", json={"url": "http://127.0.0.1:9/v2", "timeout_seconds": 5})
@@ -124,6 +135,16 @@ async def test_unknown_handler_is_404_problem(api: httpx.AsyncClient, method: st
     pytest.param({"url": NOWHERE, "max_concurrency": "4"}, "max_concurrency", id="concurrency-string"),
     pytest.param({"url": NOWHERE, "stateful": "yes"}, "stateful", id="stateful-string"),
     pytest.param({"url": NOWHERE, "secret": "whsec_mine"}, "secret", id="secret-not-settable"),
+    pytest.param({"url": NOWHERE, "batch": {"max_size": 0}}, "batch.max_size", id="batch-size-zero"),
+    pytest.param({"url": NOWHERE, "batch": {"max_size": 501}}, "batch.max_size", id="batch-size-over-500"),
+    pytest.param({"url": NOWHERE, "batch": {"max_size": "5"}}, "batch.max_size", id="batch-size-string"),
+    pytest.param({"url": NOWHERE, "batch": {}}, "batch.max_size", id="batch-size-missing"),
+    pytest.param({"url": NOWHERE, "batch": {"max_size": 5, "max_wait_ms": -1}}, "batch.max_wait_ms",
+                 id="batch-wait-negative"),
+    pytest.param({"url": NOWHERE, "batch": {"max_size": 5, "max_wait_ms": 1001}}, "batch.max_wait_ms",
+                 id="batch-wait-over-1000"),
+    pytest.param({"url": NOWHERE, "batch": {"max_size": 5, "size": 2}}, "batch.size", id="batch-unknown-member"),
+    pytest.param({"url": NOWHERE, "batch": 5}, "batch", id="batch-number"),
 ])
 async def test_bad_handler_body_is_422_naming_the_field(
         api: httpx.AsyncClient, body: dict[str, object], field: str) -> None:

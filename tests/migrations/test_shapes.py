@@ -18,9 +18,10 @@ from app.domain.schedules import Schedule
 COMPUTED = {
     "jobwire_enqueue": {"ord", "created"},  # the item's position; inserted or found by its key
     # deadline - now(); the handler's URL, its newest signing secret and every active one
-    # and the dispatch's `workflow` (its ref and parents) and `continuation` (jobwire_resume_context)
+    # and the dispatch's `workflow` (its ref and parents) and `continuation` (jobwire_resume_context);
+    # its handler's `batch` (job_handlers.batch)
     "jobwire_claim": {"seconds_left", "handler_url", "handler_secret", "handler_secrets", "flow_watch", "workflow",
-                      "continuation"},
+                      "continuation", "handler_batch"},
     "jobwire_enqueue_input": {"ord", "run_at", "delay_seconds"},  # the item as sent, before scheduled_at
 }
 

@@ -282,6 +282,21 @@ async def test_handlers_put_takes_flow_limits_and_a_bad_rate_limit_is_a_usage_er
     assert refused.status == 1 and line.startswith("jobwire: 422 ") and "rate_limit.period_seconds" in line, line
 
 
+async def test_handlers_put_batch_takes_a_size_and_an_optional_wait(
+        cli: Callable[..., Awaitable[Done]], server: RunningServer) -> None:
+    url = ("--url", server.url)
+    put = await cli("handlers", "put", "rows", "http://127.0.0.1:9/rows", "--batch", "50/200", *url, "--json")
+    assert put.status == 0, put.err
+    assert put.json()["batch"] == {"max_size": 50, "max_wait_ms": 200}
+    bare = await cli("handlers", "put", "rows", "http://127.0.0.1:9/rows", "--batch", "5", *url, "--json")
+    assert bare.json()["batch"] == {"max_size": 5, "max_wait_ms": 0}
+    for value in ("0", "501", "5/1001", "five", "5/"):
+        done = await jobwire_process("handlers", "put", "rows", "http://127.0.0.1:9/rows", "--batch", value,
+                                     JOBWIRE_URL=server.url)
+        assert done.status == 2 and done.out == "", (value, done)
+        assert done.err.startswith("jobwire: handlers put: argument --batch: "), done.err
+
+
 async def test_jobs_enqueue_takes_a_concurrency_key_and_handlers_keys_lists_pauses_and_resumes_them(
         cli: Callable[..., Awaitable[Done]], api: httpx.AsyncClient, server: RunningServer) -> None:
     url = ("--url", server.url)

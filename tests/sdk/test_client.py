@@ -38,6 +38,7 @@ from jobwire import (
     Event,
     Execution,
     Handler,
+    HandlerBatch,
     HandlerSecret,
     InvalidResponse,
     KeyRate,
@@ -311,6 +312,19 @@ async def test_a_handlers_flow_limits_are_put_read_back_and_can_be_put_back_as_r
     with pytest.raises(ProblemError) as refused:
         await client.handlers.put("limited", url, rate_limit=RateLimit(limit=0, period_seconds=1))
     assert refused.value.status == 422 and refused.value.fields == ["rate_limit.limit"]
+
+
+async def test_a_handlers_batch_is_put_read_back_and_can_be_put_back_as_read(live: Live, client):
+    url = live.handler.route("/rows", reply_result)
+    put = await client.handlers.put("rows", url, batch=HandlerBatch(max_size=50, max_wait_ms=200))
+    assert put.batch == HandlerBatch(max_size=50, max_wait_ms=200)
+    shown = await client.handlers.get("rows")
+    assert (await client.handlers.put("rows", url, batch=shown.batch)).batch == shown.batch
+    assert (await client.handlers.put("rows", url, batch={"max_size": 10})).batch == HandlerBatch(max_size=10)
+    assert (await client.handlers.put("rows", url)).batch is None  # the PUT is the whole definition
+    with pytest.raises(ProblemError) as refused:
+        await client.handlers.put("rows", url, batch={"max_size": 501})
+    assert refused.value.status == 422 and refused.value.fields == ["batch.max_size"]
 
 
 async def test_a_job_carries_its_concurrency_key_alone_and_in_a_batch(client):

@@ -24,6 +24,7 @@ from jobwire import (
     EventPage,
     Execution,
     Handler,
+    HandlerBatch,
     HandlerSecret,
     JobwireClient,
     LogEntry,
@@ -47,7 +48,7 @@ from jobwire import (
 )
 from jobwire.events import SubscriberApp, subscriber, verify
 from jobwire.resources import AsyncEventFeed, EventFeed
-from jobwire.handler import Child, Context, Parent, ReceivedSignal, Resume
+from jobwire.handler import BatchHandlerApp, Child, Context, Parent, Permanent, ReceivedSignal, Resume, batch_asgi_app
 from jobwire.handler import Job as DispatchedJob
 from jobwire.types import Job, WorkflowJobSpec
 
@@ -76,6 +77,10 @@ def blocking(url: str) -> None:
             assert_type(adaptive.circuit.until, datetime | None)
         assert_type(client.handlers.put("mailer", "https://mail.example.com/jobs", max_concurrency=8,
                                         adaptive=adaptive.adaptive), Handler)  # put back as read
+        batching = client.handlers.put("rows", "https://rows.example.com/", batch=HandlerBatch(max_size=50))
+        assert_type(batching.batch, HandlerBatch | None)
+        assert_type(client.handlers.put("rows", "https://rows.example.com/", batch={"max_size": 50,
+                                                                                    "max_wait_ms": 200}), Handler)
         execution = client.jobs.enqueue("mailer", {"to": "a@example.com"}, queue="mail", priority=2,
                                         run_at=datetime.now(UTC) + timedelta(minutes=5), idempotency_key="m-1")
         assert_type(execution, Execution)
@@ -260,6 +265,15 @@ async def approve(job: DispatchedJob, ctx: Context) -> object:
     if job.resume.reason == "timeout":
         ctx.suspend(until=datetime.now(UTC) + timedelta(hours=1))
     return None if approved is None else approved.payload
+
+
+async def handle_rows(jobs: list[DispatchedJob]) -> list[object]:
+    return [{"row": job.payload} if job.payload else Permanent("empty row") for job in jobs]
+
+
+def batching(secret: str) -> None:
+    assert_type(batch_asgi_app(handle_rows, secret), BatchHandlerApp)
+    assert_type(batch_asgi_app(lambda jobs: [None for _ in jobs], [secret, secret]), BatchHandlerApp)
 
 
 def receiving(body: bytes, headers: dict[str, str], secret: str) -> None:

@@ -92,7 +92,8 @@ async def test_trigger_fires_a_schedule_now_and_delete_removes_it(open_ui):
 async def test_the_handlers_page_shows_limits_in_flight_and_the_recent_failure_rate(open_ui, db):
     await open_ui.put("/v1/handlers/limited", json={"url": NOWHERE + "/limited", "max_concurrency": 7,
                                                      "timeout_seconds": 30, "key_concurrency": 2,
-                                                     "rate_limit": {"limit": 10, "period_seconds": 60}})
+                                                     "rate_limit": {"limit": 10, "period_seconds": 60},
+                                                     "batch": {"max_size": 25}})
     running = await enqueue(open_ui, handler="limited")
     await sql(db, "UPDATE job_executions SET state = 'PROCESSING', started_at = now(), locked_by = 'n1', "
                   "deadline_at = now() + interval '1 hour' WHERE id = :id", id=uuid.UUID(running))
@@ -106,6 +107,7 @@ async def test_the_handlers_page_shows_limits_in_flight_and_the_recent_failure_r
     assert "10 / min" in cells
     assert re.search(r"data-in-flight>1<", cells) and "25.0 %" in cells
     assert "closed" in cells  # its circuit
+    assert "batch 25" in cells
     assert 'data-handler="h"' in page.text
 
 

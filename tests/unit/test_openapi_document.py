@@ -84,9 +84,10 @@ OPERATION_IDS = {
     ("post", "/v1/workflows/{workflow_id}/cancel"): "cancelWorkflow",
     ("post", "/v1/workflows/{workflow_id}/retry"): "retryWorkflow",
     ("post", "jobDispatch"): "dispatchJob",  # the webhooks
+    ("post", "jobBatchDispatch"): "dispatchJobs",
     ("post", "eventDelivery"): "deliverEvent",
 }
-WEBHOOKS = {"jobDispatch", "eventDelivery"}  # what Jobwire sends: whatever the receiver answers
+WEBHOOKS = {"jobDispatch", "jobBatchDispatch", "eventDelivery"}  # what Jobwire sends: whatever the receiver answers
 
 
 def operations() -> Iterator[tuple[str, str, dict[str, Any]]]:

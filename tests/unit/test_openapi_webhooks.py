@@ -59,3 +59,22 @@ def test_the_replies_a_handler_may_give_are_documented() -> None:
     assert "content" not in replies["202"]
     assert all("Retry-After" in replies[status]["headers"] for status in ("429", "503"))
     assert WEBHOOK["operationId"] == "dispatchJob" and WEBHOOK["tags"] == ["dispatch"]
+
+
+BATCH = create_api(max_request_bytes=1).openapi()["webhooks"]["jobBatchDispatch"]["post"]
+
+
+def test_the_batch_body_and_headers_are_the_documented_batch_dispatch() -> None:
+    from app.api.webhooks.models import BatchDispatchRequest
+    from app.delivery.dispatch import batch_headers, batch_request_body
+
+    jobs = [claimed(), claimed(attempt=0)]
+    body = batch_request_body([request_body(j, f"http://x/v1/executions/{j.id}", "0.t") for j in jobs])
+    sent = TypeAdapter(BatchDispatchRequest).validate_json(body, strict=True)
+    assert [e.execution_id for e in sent.executions] == [j.id for j in jobs]
+    headers = batch_headers(jobs[0].handler_secret or "", jobs, body, now=datetime.now(UTC).timestamp())
+    documented = {p["name"].lower() for p in BATCH["parameters"]}
+    assert documented == set(headers) - {"content-type"}
+    assert BATCH["operationId"] == "dispatchJobs"
+    assert BATCH["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/BatchReply"}

@@ -9,6 +9,7 @@ from uuid import UUID
 from pydantic import AfterValidator, Field, Strict, StringConstraints
 
 from app.api.fields import ResponseModel, Seconds, StrictModel
+from app.domain.batching import MAX_BATCH_SIZE, MAX_BATCH_WAIT_MS
 from app.domain.handler_urls import MAX_URL_LENGTH, handler_url_problem
 
 
@@ -32,6 +33,22 @@ class RateLimitOut(ResponseModel):
     period_seconds: float
 
 
+class HandlerBatchIn(StrictModel):
+    """Due jobs sent together: one signed POST of `{"executions": [...]}` with up to `max_size` of
+    them, answered by `{"outcomes": [...]}`; each job keeps its own attempt, deadline and retries."""
+
+    max_size: Annotated[int, Strict(), Field(ge=1, le=MAX_BATCH_SIZE)] = Field(
+        description="at most this many jobs in one call")
+    max_wait_ms: Annotated[int, Strict(), Field(ge=0, le=MAX_BATCH_WAIT_MS)] = Field(
+        0, description="a call with fewer than max_size jobs waits up to this long for more (never past a job's "
+                       "deadline); 0: sent at once with the jobs at hand")
+
+
+class HandlerBatchOut(ResponseModel):
+    max_size: int
+    max_wait_ms: int
+
+
 class HandlerIn(StrictModel):
     url: Annotated[str, Strict(), StringConstraints(max_length=MAX_URL_LENGTH), AfterValidator(_deliverable)] = Field(
         description="http:// or https://, called exactly as written: no user-info or fragment; a lower-case ASCII "
@@ -53,6 +70,9 @@ class HandlerIn(StrictModel):
                            "429 or 503 without Retry-After, or a timeout, halves it; then one more per 20 successes. "
                            "A 429 puts its job back ENQUEUED with the same attempt (after 20 in a row, it is a failed "
                            "attempt). Per concurrency key for jobs with one.")
+    batch: HandlerBatchIn | None = Field(
+        None, description="Send due jobs together, up to max_size in one call (the dispatch protocol's batch form); "
+                          "null: one call per job.")
 
 
 class HandlerSecretOut(ResponseModel):
@@ -86,6 +106,7 @@ class HandlerOut(ResponseModel):
     key_rate_limit: RateLimitOut | None = None
     circuit: CircuitOut | None = None
     adaptive: AdaptiveOut | None = Field(None, description="an adaptive handler's effective limit; null: not adaptive")
+    batch: HandlerBatchOut | None = Field(None, description="its due jobs sent together; null: one call per job")
     created_at: datetime
     updated_at: datetime
     secret: str | None = Field(

@@ -11,18 +11,23 @@ from starlette.responses import Response
 from app.api.auth import ManagementRoute, queues_of, requires
 from app.api.fields import Name
 from app.api.handlers.models import (
-    HandlerIn, HandlerList, HandlerOut, KeyOut, KeyPage, RateLimitIn, SecretCreated, SecretIn,
+    HandlerBatchIn, HandlerIn, HandlerList, HandlerOut, KeyOut, KeyPage, RateLimitIn, SecretCreated, SecretIn,
 )
 from app.api.handlers.views import handler_view, key_view, new_secret_view
 from app.api.responses import FastJSON, problems
 from app.api.services import services_of
 from app.domain.access import Scope, require_every_queue
+from app.domain.batching import Batch
 from app.domain.handlers import RateLimit
 from app.domain.keys import KeyState
 from app.services.handlers import HandlerSpec
 
 router = APIRouter(prefix="/v1/handlers", tags=["handlers"], route_class=ManagementRoute)
 HandlerName = Annotated[Name, Path(description="handler name")]
+
+
+def _batch(batch: HandlerBatchIn | None) -> Batch | None:
+    return None if batch is None else Batch(max_size=batch.max_size, max_wait_ms=batch.max_wait_ms)
 
 
 def _rate(limit: RateLimitIn | None) -> RateLimit | None:
@@ -39,7 +44,8 @@ async def put_handler(name: HandlerName, body: HandlerIn, request: Request) -> R
         name, HandlerSpec(url=body.url, timeout_seconds=body.timeout_seconds,
                           max_concurrency=body.max_concurrency, stateful=body.stateful,
                           key_concurrency=body.key_concurrency, rate_limit=_rate(body.rate_limit),
-                          key_rate_limit=_rate(body.key_rate_limit), adaptive=body.adaptive))
+                          key_rate_limit=_rate(body.key_rate_limit), adaptive=body.adaptive,
+                          batch=_batch(body.batch)))
     return FastJSON(handler_view(handler, with_secret=created), status_code=201 if created else 200)
 
 

@@ -21,6 +21,7 @@ def handler_view(h: Handler, *, with_secret: bool = False) -> dict[str, Any]:
         "key_rate_limit": h.key_rate_limit and h.key_rate_limit.document(),
         "circuit": {"state": h.circuit.state.value, "until": h.circuit.until, "failures": h.circuit.failures},
         "adaptive": None if not h.adaptive else {"limit": h.adaptive_limit, "since": h.adaptive_since},
+        "batch": h.batch and h.batch.document(),
         "created_at": h.created_at,
         "updated_at": h.updated_at,
         "secrets": [{"id": str(s.id), "created_at": s.created_at, "expires_at": s.expires_at} for s in h.secrets],

@@ -119,3 +119,33 @@ class HandlerFailure(BaseModel):
     error: HandlerFailureError
     retryable: bool = Field(True, description="false: no further attempt, the execution is DEAD_LETTER at once "
                                               "whatever attempts remain")
+
+
+class BatchDispatchRequest(BaseModel):
+    """The body of a batching handler's call (its `batch`): each job's own dispatch body, in claim
+    order. tests/unit/test_openapi_webhooks.py checks what batch_request_body writes against it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    executions: list[DispatchRequest] = Field(min_length=1, max_length=500, description=(
+        "up to the handler's batch.max_size jobs, each exactly as it would be sent alone (its own attempt, "
+        "deadline, callback url and token)"))
+
+
+class BatchOutcome(BaseModel):
+    """One job's outcome in a batch reply."""
+
+    execution_id: UUID = Field(description="a job of the call; an id not in it, or a repeat, is ignored")
+    outcome: Literal["succeeded", "failed"]
+    result: Any = Field(None, description="succeeded: stored as the execution's `result` (as a single reply's)")
+    error: HandlerFailureError | str | None = Field(
+        None, description="failed: the attempt's error, `{type, message}` as a failing reply's, or a message "
+                          "(error_type `handler_failed`)")
+    retryable: bool = Field(True, description="failed: false dead-letters the execution at once")
+
+
+class BatchReply(BaseModel):
+    """What Jobwire reads from a 2xx reply other than 202 to a batch call: each job's outcome; a
+    job left out failed its attempt; no `outcomes` list fails every job of the call."""
+
+    outcomes: list[BatchOutcome]

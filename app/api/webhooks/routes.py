@@ -11,7 +11,7 @@ from fastapi import APIRouter, Header
 from starlette.responses import Response
 
 from app.api.executions.models import EventOut
-from app.api.webhooks.models import DispatchRequest, HandlerFailure, HandlerReply
+from app.api.webhooks.models import BatchDispatchRequest, BatchReply, DispatchRequest, HandlerFailure, HandlerReply
 
 router = APIRouter()
 
@@ -62,6 +62,39 @@ async def dispatch_job(
     no reply before `deadline`, fails or abandons the attempt (retried while attempts remain).
     A failing reply names its error as the `complete` callback does, with a JSON body
     `{"error": {"type", "message"}, "retryable"?}`."""
+
+
+@router.post(
+    "jobBatchDispatch", operation_id="dispatchJobs", summary="Dispatch several attempts to a batching handler",
+    tags=["dispatch"], status_code=200, response_model=BatchReply,
+    response_description="each job's outcome: `succeeded` with its `result`, or `failed` with its `error`; a job "
+                         "left out failed its attempt",
+    responses={
+        202: {"description": "accepted: the handler now holds every job of the call, each reporting through its own "
+                             "callbacks before its own deadline"},
+        429: {"description": "every job of the call FAILED (an adaptive handler's: put back ENQUEUED, the same "
+                             "attempt); retried after `Retry-After` when it is sent",
+              "headers": RETRY_AFTER, "model": HandlerFailure},
+        "4XX": {"description": "every job of the call FAILED, with the error a single job's failing reply would "
+                               "record", "model": HandlerFailure},
+        "5XX": {"description": "as a 4xx; so does a connection error or a redirect (never followed)",
+                "model": HandlerFailure},
+    },
+)
+async def dispatch_jobs(
+    body: BatchDispatchRequest,
+    webhook_id: Annotated[str, Header(alias="webhook-id", description=(
+        "`<first execution id>+<count>`: the call's message id"))],
+    webhook_timestamp: Annotated[int, Header(alias="webhook-timestamp", description=(
+        "Unix seconds when it was signed: refuse one far from now (replay)"))],
+    webhook_signature: Annotated[str, Header(alias="webhook-signature", description=(
+        "as for a single dispatch, over the whole body: one `v1,<sig>` per active signing secret"))],
+    user_agent: Annotated[str, Header(alias="User-Agent", description="`Jobwire/<version>`")],
+) -> None:
+    """A handler registered with `batch` gets up to `batch.max_size` of its due jobs in one signed
+    POST; each job keeps its own attempt, deadline, retries and callbacks. The call's deadline is
+    the soonest of its jobs'. A reply to the whole call (a failing status, no connection, the
+    deadline, a 202) applies to every job of it."""
 
 
 @router.post(

@@ -33,7 +33,8 @@ SELECT EXISTS (SELECT 1 FROM job_executions WHERE idempotency_key = :key)
 SELECT id, job_id, job_type, handler, queue, attempt, max_attempts, CAST(payload AS text) AS payload,
        CAST(parameters AS text) AS parameters, CAST(metadata AS text) AS metadata, scheduled_at,
        started_at, deadline_at, seconds_left, handler_url, handler_secret, handler_secrets, concurrency_key,
-       flow_watch, CAST(workflow AS text) AS workflow, CAST(continuation AS text) AS continuation
+       flow_watch, CAST(workflow AS text) AS workflow, CAST(continuation AS text) AS continuation,
+       CAST(handler_batch AS text) AS handler_batch
 FROM jobwire_claim(:node, :n, :default_timeout, CAST(:queues AS text[]))
 
 -- fragment: locked

@@ -4,7 +4,7 @@
 -- A handler as rows.handler_from reads it: job_handlers `h` and its flow state `f` (a LEFT JOIN of
 -- job_handler_flow; a handler without one has a closed circuit).
 h.name, h.url, h.timeout_seconds, h.max_concurrency, h.stateful, h.created_at, h.updated_at,
-h.key_concurrency, h.rate_limit, h.key_rate_limit, h.adaptive,
+h.key_concurrency, h.rate_limit, h.key_rate_limit, h.adaptive, h.batch,
 COALESCE(f.circuit_state, 'closed') AS circuit_state,
 CASE WHEN f.circuit_state <> 'closed' THEN f.circuit_until END AS circuit_until,
 COALESCE(f.circuit_failures, 0) AS circuit_failures, f.adaptive_limit, f.adaptive_since
@@ -16,16 +16,17 @@ COALESCE(f.circuit_failures, 0) AS circuit_failures, f.adaptive_limit, f.adaptiv
 -- outlive its rotation). (xmax = 0) tells an insert from an update.
 WITH h AS (
     INSERT INTO job_handlers (name, url, timeout_seconds, max_concurrency, stateful, key_concurrency, rate_limit,
-                              key_rate_limit, adaptive)
+                              key_rate_limit, adaptive, batch)
     VALUES (:name, :url, :timeout_seconds, :max_concurrency, :stateful, :key_concurrency,
-            CAST(:rate_limit AS jsonb), CAST(:key_rate_limit AS jsonb), :adaptive)
+            CAST(:rate_limit AS jsonb), CAST(:key_rate_limit AS jsonb), :adaptive, CAST(:batch AS jsonb))
     ON CONFLICT (name) DO UPDATE
     SET url = EXCLUDED.url, timeout_seconds = EXCLUDED.timeout_seconds,
         max_concurrency = EXCLUDED.max_concurrency, stateful = EXCLUDED.stateful,
         key_concurrency = EXCLUDED.key_concurrency, rate_limit = EXCLUDED.rate_limit,
-        key_rate_limit = EXCLUDED.key_rate_limit, adaptive = EXCLUDED.adaptive, updated_at = now()
+        key_rate_limit = EXCLUDED.key_rate_limit, adaptive = EXCLUDED.adaptive, batch = EXCLUDED.batch,
+        updated_at = now()
     RETURNING name, url, timeout_seconds, max_concurrency, stateful, created_at, updated_at, key_concurrency,
-              rate_limit, key_rate_limit, adaptive, (xmax = 0) AS created
+              rate_limit, key_rate_limit, adaptive, batch, (xmax = 0) AS created
 ), first_secret AS (
     INSERT INTO job_handler_secrets (handler, secret) SELECT h.name, :secret FROM h WHERE h.created
 )

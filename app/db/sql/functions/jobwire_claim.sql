@@ -38,7 +38,7 @@ RETURNS TABLE (id uuid, job_id text, job_type text, handler text, queue text, at
                payload jsonb, parameters jsonb, metadata jsonb, scheduled_at timestamptz,
                started_at timestamptz, deadline_at timestamptz, seconds_left float8,
                handler_url text, handler_secret text, handler_secrets text[], concurrency_key text,
-               flow_watch boolean, workflow jsonb, continuation jsonb)
+               flow_watch boolean, workflow jsonb, continuation jsonb, handler_batch jsonb)
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $function$
@@ -402,7 +402,9 @@ BEGIN
                                           FROM job_dependencies d JOIN job_executions p ON p.id = d.parent_id
                                           WHERE d.child_id = u.id) AS x), CAST('{}' AS jsonb))) END,
            -- A job that suspended: its steps, and its `resume` when this attempt was resumed.
-           CASE WHEN u.suspensions IS NOT NULL THEN jobwire_resume_context(u.id, u.attempt) END
+           CASE WHEN u.suspensions IS NOT NULL THEN jobwire_resume_context(u.id, u.attempt) END,
+           -- The handler's batching ({max_size, max_wait_ms}; NULL: one call per job).
+           h.batch
     FROM u LEFT JOIN job_handlers h ON h.name = u.handler
     LEFT JOIN job_handler_flow f ON f.handler = u.handler
     LEFT JOIN secrets s ON s.handler = u.handler

@@ -25,6 +25,7 @@ from jobwire.models import (
     EventPage,
     Execution,
     Handler,
+    HandlerBatch,
     HandlerSecret,
     Health,
     KeyRate,
@@ -50,8 +51,8 @@ from jobwire.models import (
 
 __all__ = ["TERMINAL_STATES", "WORKFLOW_STATES", "AdaptiveLimit", "AddedJobs", "ApiKey", "AsyncJobwireClient",
            "Attempt", "Blocker", "Blockers", "BulkDryRun", "BulkResult", "Circuit", "ConcurrencyKey", "Debounce",
-           "Delivery", "Event", "EventPage", "Execution", "Handler", "HandlerSecret", "Health", "InvalidResponse",
-           "JobwireClient", "JobwireError", "KeyRate", "LogEntry", "Node", "Page", "ProblemError", "Progress", "Queue",
-           "RateLimit", "Readiness", "Retries", "Schedule", "Signal", "SignalSent", "StreamedEvent", "Subscription",
-           "TransitionEvent", "Unavailable", "Workflow", "WorkflowEvent", "WorkflowItem", "WorkflowJob", "WorkflowRef",
-           "__version__"]
+           "Delivery", "Event", "EventPage", "Execution", "Handler", "HandlerBatch", "HandlerSecret", "Health",
+           "InvalidResponse", "JobwireClient", "JobwireError", "KeyRate", "LogEntry", "Node", "Page", "ProblemError",
+           "Progress", "Queue", "RateLimit", "Readiness", "Retries", "Schedule", "Signal", "SignalSent",
+           "StreamedEvent", "Subscription", "TransitionEvent", "Unavailable", "Workflow", "WorkflowEvent",
+           "WorkflowItem", "WorkflowJob", "WorkflowRef", "__version__"]

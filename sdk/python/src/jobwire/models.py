@@ -16,10 +16,10 @@ from jobwire._resource import Resource, many, one, parse_time, times
 
 __all__ = ["TERMINAL_STATES", "WORKFLOW_STATES", "AdaptiveLimit", "AddedJobs", "ApiKey", "Attempt", "Blocker",
            "Blockers", "BulkDryRun", "BulkResult", "Circuit", "ConcurrencyKey", "Debounce", "Event", "EventPage",
-           "Execution", "Handler", "HandlerSecret", "Health", "KeyRate", "LogEntry", "Node", "Page", "Progress",
-           "Queue", "RateLimit", "Readiness", "Schedule", "Delivery", "Signal", "SignalSent", "StreamedEvent",
-           "Subscription", "TransitionEvent", "Workflow", "WorkflowEvent", "WorkflowItem", "WorkflowJob", "WorkflowRef",
-           "parse_time"]
+           "Execution", "Handler", "HandlerBatch", "HandlerSecret", "Health", "KeyRate", "LogEntry", "Node", "Page",
+           "Progress", "Queue", "RateLimit", "Readiness", "Schedule", "Delivery", "Signal", "SignalSent",
+           "StreamedEvent", "Subscription", "TransitionEvent", "Workflow", "WorkflowEvent", "WorkflowItem",
+           "WorkflowJob", "WorkflowRef", "parse_time"]
 
 T = TypeVar("T")
 
@@ -428,6 +428,17 @@ class RateLimit(Resource):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class HandlerBatch(Resource):
+    """A handler's `batch`: its due jobs are sent together, up to `max_size` (1–500) in one signed
+    POST of `{"executions": [...]}`, a smaller call waiting up to `max_wait_ms` (0–1000) for more;
+    each job keeps its own attempt, deadline and retries (`jobwire.handler.BatchHandler` answers
+    such calls). Also what `client.handlers.put` takes (`batch=HandlerBatch(max_size=50)`)."""
+
+    max_size: int
+    max_wait_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Circuit(Resource):
     """A handler's circuit breaker: `closed` (calls go out); `open` after 5 consecutive
     connection failures, timeouts or 5xx replies (`failures`): no call goes out until `until`,
@@ -461,7 +472,8 @@ class Handler(Resource):
     `key_rate_limit` hold per concurrency key (a job's `concurrency_key`), `rate_limit` for the
     whole handler; None: no such limit. `circuit` is its circuit breaker's state (None from a
     server without one); `adaptive` its effective limit when it was put with `adaptive=True`,
-    else None (given back to `client.handlers.put` as `adaptive=`, it is True)."""
+    else None (given back to `client.handlers.put` as `adaptive=`, it is True); `batch` its
+    batching (None: one call per job)."""
 
     name: str
     url: str
@@ -473,6 +485,7 @@ class Handler(Resource):
     key_rate_limit: RateLimit | None = None
     circuit: Circuit | None = None
     adaptive: AdaptiveLimit | None = None
+    batch: HandlerBatch | None = None
     created_at: datetime
     updated_at: datetime
     secrets: list[HandlerSecret] = field(default_factory=list)
@@ -480,7 +493,8 @@ class Handler(Resource):
 
     _READERS = {**times("created_at", "updated_at"), "secrets": many(HandlerSecret.from_json),
                 "rate_limit": one(RateLimit.from_json), "key_rate_limit": one(RateLimit.from_json),
-                "circuit": one(Circuit.from_json), "adaptive": one(AdaptiveLimit.from_json)}
+                "circuit": one(Circuit.from_json), "adaptive": one(AdaptiveLimit.from_json),
+                "batch": one(HandlerBatch.from_json)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any, Literal, Required, TypedDict
 from uuid import UUID
 
-from jobwire.models import AdaptiveLimit, Debounce, RateLimit
+from jobwire.models import AdaptiveLimit, Debounce, HandlerBatch, RateLimit
 
 Id = str | UUID  # an execution's, a secret's or an API key's id: a UUID or its text
 
@@ -82,6 +82,15 @@ class RateLimitSpec(TypedDict):
     period_seconds: float
 
 
+class BatchSpec(TypedDict, total=False):
+    """A handler's batching as a mapping, as the API writes it (`jobwire.HandlerBatch` says the same
+    as an object): up to `max_size` due jobs in one call, a smaller call waiting up to
+    `max_wait_ms` for more (default 0)."""
+
+    max_size: Required[int]
+    max_wait_ms: int
+
+
 class HandlerOptions(TypedDict, total=False):
     """The fields of `PUT /v1/handlers/{name}` beside `url` (the PUT is the whole definition: a
     field left out takes its default again, a limit left out is gone)."""
@@ -95,6 +104,7 @@ class HandlerOptions(TypedDict, total=False):
     # Adapt the calls in flight to what the handler takes, up to max_concurrency (needed). A
     # handler's `adaptive` as read may be given back: an AdaptiveLimit is True, None leaves it off.
     adaptive: bool | AdaptiveLimit | None
+    batch: HandlerBatch | BatchSpec | None  # its due jobs sent together; None: one call per job
 
 
 class ScheduleOptions(TypedDict, total=False):

@@ -37,6 +37,19 @@ def positive(text: str) -> int:
     return number
 
 
+def batch(text: str) -> dict[str, int]:
+    """`SIZE[/WAIT_MS]` as the API's handler batch: up to SIZE (1–500) jobs in one call, a smaller
+    call waiting up to WAIT_MS (0–1000, default 0) for more (`50`, `50/200`)."""
+    size_text, slash, wait_text = text.strip().partition("/")
+    try:
+        size, wait = int(size_text), int(wait_text) if slash else 0
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not SIZE[/WAIT_MS] (e.g. 50, or 50/200): {text!r}") from None
+    if not 1 <= size <= 500 or not 0 <= wait <= 1000:
+        raise argparse.ArgumentTypeError(f"SIZE is 1–500 and WAIT_MS 0–1000: {text!r}")
+    return {"max_size": size, "max_wait_ms": wait}
+
+
 PERIOD_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
 
 

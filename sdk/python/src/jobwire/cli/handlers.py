@@ -9,7 +9,7 @@ from itertools import islice
 from typing import Any
 
 from jobwire.cli import output
-from jobwire.cli.arguments import RateLimitOption, given, identifier, positive
+from jobwire.cli.arguments import RateLimitOption, batch, given, identifier, positive
 from jobwire.cli.connection import client_options, open_client, seconds
 
 COMMANDS = ("handlers",)
@@ -17,7 +17,7 @@ COLUMNS = ("name", "url", "timeout_seconds", "max_concurrency", "stateful")
 KEY_COLUMNS = ("key", "waiting", "in_flight", "paused", "rate.next_slot", "retry_after")
 KEY_STATES = ("waiting", "throttled", "paused")
 FIELDS = ("timeout_seconds", "max_concurrency", "stateful", "key_concurrency", "rate_limit", "key_rate_limit",
-          "adaptive")
+          "adaptive", "batch")
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -48,6 +48,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     put.add_argument("--adaptive", action=argparse.BooleanOptionalAction, default=None,
                      help="adapt the calls in flight to what the handler takes (slow start from 4, halved on a 429 "
                      "or 503 without Retry-After, or a timeout), up to --max-concurrency, which it needs")
+    put.add_argument("--batch", type=batch, metavar="SIZE[/WAIT_MS]",
+                     help="send its due jobs together, up to SIZE (1–500) in one call, a smaller call waiting up to "
+                     "WAIT_MS (0–1000, default 0) for more (50, 50/200)")
     put.set_defaults(run=_put)
 
     delete = commands.add_parser("delete", parents=[options], help="remove a handler (409 while jobs use it)")

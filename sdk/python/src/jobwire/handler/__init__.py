@@ -22,6 +22,14 @@ signal comes, a time comes or a timeout passes:
         if job.resume.reason == "timeout":
             raise Permanent("nobody answered in a day")
         return {"approved": job.resume.signals[0].name == "approved"}
+
+A handler registered with `batch` gets its due jobs together; its batch form answers each:
+
+    async def handle_batch(jobs):
+        rows = await db.insert_many([job.payload for job in jobs])
+        return [{"id": row.id} if row.ok else Permanent(row.problem) for row in rows]
+
+    app = batch_asgi_app(handle_batch, os.environ["JOBWIRE_HANDLER_SECRET"])
 """
 
 from __future__ import annotations
@@ -31,12 +39,13 @@ from collections.abc import Iterable
 import httpx
 
 from jobwire.handler._asgi import Handle, HandlerApp
+from jobwire.handler._batch import BatchHandlerApp, HandleBatch
 from jobwire.handler._context import Context
 from jobwire.handler._errors import CallbackError, Permanent, Suspend
 from jobwire.handler._job import Child, Job, Parent, ReceivedSignal, Resume
 
-__all__ = ["CallbackError", "Child", "Context", "HandlerApp", "Job", "Parent", "Permanent", "ReceivedSignal", "Resume",
-           "Suspend", "asgi_app"]
+__all__ = ["BatchHandlerApp", "CallbackError", "Child", "Context", "HandlerApp", "Job", "Parent", "Permanent",
+           "ReceivedSignal", "Resume", "Suspend", "asgi_app", "batch_asgi_app"]
 
 
 def asgi_app(handle: Handle, secret: str | Iterable[str], *, sync_window: float = 10.0,
@@ -60,3 +69,17 @@ def asgi_app(handle: Handle, secret: str | Iterable[str], *, sync_window: float 
     `shutdown_grace` seconds to finish."""
     return HandlerApp(handle, secret, sync_window=sync_window, http_client=http_client,
                       callback_timeout=callback_timeout, shutdown_grace=shutdown_grace)
+
+
+def batch_asgi_app(handle_batch: HandleBatch, secret: str | Iterable[str]) -> BatchHandlerApp:
+    """An ASGI app for a handler registered with `batch`: `await handle_batch(jobs)` for each call
+    Jobwire makes with several due jobs (`{"executions": [...]}`), answered in the request.
+
+    `handle_batch` returns one entry per job, in the order of `jobs`: the job's result (JSON), or
+    an exception instance, its failed attempt (retried while attempts remain; `Permanent(...)` not
+    retried), recorded as the single form records a raised one. An exception raised by
+    `handle_batch`, or a list of another length, fails every job of the call. Signatures and
+    replays are checked as by `asgi_app` (401); a single dispatch (a Jobwire node that does not
+    batch) is handled as a batch of one and answered in the single form. No callbacks: there is
+    no `ctx`, and the answer must come before the soonest deadline of the jobs."""
+    return BatchHandlerApp(handle_batch, secret)

@@ -8,16 +8,19 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any, Unpack
 
 from jobwire._protocol import Call, listed, nothing, paged, path
-from jobwire.models import AdaptiveLimit, ConcurrencyKey, Handler, HandlerSecret, Page, RateLimit
+from jobwire.models import AdaptiveLimit, ConcurrencyKey, Handler, HandlerBatch, HandlerSecret, Page, RateLimit
 from jobwire.resources._driver import AsyncDriver, Driver, share_docs
 from jobwire.types import HandlerOptions, Id
 
 
 def _field(value: Any) -> Any:
     """An option as sent: a RateLimit as the API's `{limit, period_seconds}`; an AdaptiveLimit (a
-    handler's `adaptive` as read: it is adaptive) as `adaptive: true`."""
+    handler's `adaptive` as read: it is adaptive) as `adaptive: true`; a HandlerBatch as `{max_size,
+    max_wait_ms}`."""
     if isinstance(value, RateLimit):
         return {"limit": value.limit, "period_seconds": value.period_seconds}
+    if isinstance(value, HandlerBatch):
+        return {"max_size": value.max_size, "max_wait_ms": value.max_wait_ms}
     if isinstance(value, AdaptiveLimit):
         return True
     return value
@@ -75,14 +78,14 @@ class Handlers:
         self._driver = driver
 
     def put(self, name: str, url: str, **options: Unpack[HandlerOptions]) -> Handler:
-        """Register (201) or update (200) a handler (`timeout_seconds`, `max_concurrency`,
-        `stateful`; flow control: `key_concurrency`, `rate_limit` and `key_rate_limit`, each a
-        `RateLimit` or `{"limit": …, "period_seconds": …}`, and `adaptive`: True to adapt the
-        calls in flight to what the handler takes, up to `max_concurrency`, which it needs). A
-        handler's fields as read may be given back (`adaptive=handler.adaptive`, an
-        AdaptiveLimit or None, is True or False). The PUT is the whole definition: an option left
-        out takes its default again. A create's answer carries the signing `secret`
-        (`whsec_…`), shown this once. Not sent again after a lost reply
+        """Register (201) or update (200) a handler (`timeout_seconds`, `max_concurrency`, `stateful`; flow
+        control: `key_concurrency`, `rate_limit` and `key_rate_limit`, each a `RateLimit` or `{"limit": …,
+        "period_seconds": …}`, and `adaptive`: True to adapt the calls in flight to what the handler takes,
+        up to `max_concurrency`, which it needs; `batch`, a `HandlerBatch` or `{"max_size": …,
+        "max_wait_ms": …}`: its due jobs sent together, up to max_size in one call). A handler's fields as
+        read may be given back (`adaptive=handler.adaptive`, an AdaptiveLimit or None, is True or False).
+        The PUT is the whole definition: an option left out takes its default again. A create's answer
+        carries the signing `secret` (`whsec_…`), shown this once. Not sent again after a lost reply
         (`Unavailable.maybe_applied`): see its message."""
         return self._driver.run(put_handler(name, url, options))
 
