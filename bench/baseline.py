@@ -372,6 +372,8 @@ def figures(result: dict) -> list[Figure]:
         Figure("drain_sync.jobs_per_s", "end-to-end, sync 200 (jobs/s)", "rate", _runs("drain_sync", "jobs_per_s")),
         Figure("drain_callback.jobs_per_s", "end-to-end, 202 + callback (jobs/s)", "rate",
                _runs("drain_callback", "jobs_per_s")),
+        Figure("drain_batch.jobs_per_s", "end-to-end, batches of 50 (jobs/s)", "rate",
+               _runs("drain_batch", "jobs_per_s")),
         Figure("idle_latency.p50_ms", "idle latency p50 (ms)", "time", _runs("idle_latency", "p50_ms")),
         Figure("idle_latency.p95_ms", "idle latency p95 (ms)", "time", _runs("idle_latency", "p95_ms")),
         Figure("idle_latency.p99_ms", "idle latency p99 (ms)", "time", _runs("idle_latency", "p99_ms")),
@@ -457,8 +459,9 @@ def _num(value: float | None) -> str:
 
 
 def _correctness(jw: dict) -> str:
-    lost = sum((jw.get(m) or {}).get("lost_total") or 0 for m in ("drain_sync", "drain_callback"))
-    twice = sum((jw.get(m) or {}).get("dispatched_twice_total") or 0 for m in ("drain_sync", "drain_callback"))
+    drains = ("drain_sync", "drain_callback", "drain_batch")
+    lost = sum((jw.get(m) or {}).get("lost_total") or 0 for m in drains)
+    twice = sum((jw.get(m) or {}).get("dispatched_twice_total") or 0 for m in drains)
     return f"{lost} / {twice}"
 
 

@@ -32,6 +32,7 @@ SUMMARY_KEYS = {
     "enqueue_batch": ["jobs_per_s", "client_cpu_share"],
     "drain_sync": ["jobs_per_s", "seconds", "peak_rss_mb", "wal_bytes_per_job"],
     "drain_callback": ["jobs_per_s", "seconds", "peak_rss_mb"],
+    "drain_batch": ["jobs_per_s", "seconds", "peak_rss_mb"],
     "idle_latency": ["p50_ms", "p95_ms", "p99_ms", "max_ms"],
 }
 # The Jobwire steps --only can name (besides claim_cost and drain_rss), in the order they run.
@@ -138,6 +139,7 @@ async def measure(server: Server, args: argparse.Namespace,
     runs: dict[str, dict[str, list[dict]]] = {side.name: {} for side in sides}
     peer_runs: dict[str, dict[str, list[dict]]] = {}
     rss_runs: dict[str, dict | None] = {side.name: None for side in sides}
+    batching: dict[str, bool] = {}
     try:
         for side in sides:  # the baseline's own `jobwire serve` migrates its database at start-up
             url, schema = urls[side.name]
@@ -146,12 +148,13 @@ async def measure(server: Server, args: argparse.Namespace,
             targets[side.name] = Target(api=servers[side.name].url, handler=handler.url, dsn=url, schema=schema,
                                         jobwire_pid=servers[side.name].pid, handler_pid=handler.pid)
             async with aiohttp.ClientSession() as http:
-                await register_handlers(http, targets[side.name])
+                batching[side.name] = await register_handlers(http, targets[side.name])
         steps = {
             "enqueue_single": lambda t, r: enqueue.single(t, args.jobs, args.clients, r),
             "enqueue_batch": lambda t, r: enqueue.batch(t, args.jobs, 1000, r),
             "drain_sync": lambda t, r: drain.drain(t, "sync", args.jobs, r),
             "drain_callback": lambda t, r: drain.drain(t, "callback", args.jobs, r),
+            "drain_batch": lambda t, r: drain.drain(t, "batch", args.jobs, r),
             "idle_latency": lambda t, r: latency.idle_latency(t, args.latency_jobs, r),
         }
         for run in range(1, args.runs + 1):
@@ -162,6 +165,8 @@ async def measure(server: Server, args: argparse.Namespace,
                 if not wanted(args, name):
                     continue
                 for side in baseline.order(sides, run):
+                    if name == "drain_batch" and not batching[side.name]:
+                        continue  # a baseline before handler batching
                     prefix = f"{side.name}-" if with_baseline else ""
                     with profiled(args.profile, targets[side.name].jobwire_pid, f"{prefix}{name}-{run}"):
                         res = await step(targets[side.name], run)
@@ -192,11 +197,11 @@ async def measure(server: Server, args: argparse.Namespace,
 
 def summarise_side(runs: dict[str, list[dict]], rss_run: dict | None) -> dict[str, Any]:
     out: dict[str, Any] = {name: summarise(rs, SUMMARY_KEYS[name]) for name, rs in runs.items()}
-    for mode in ("drain_sync", "drain_callback"):
+    for mode in ("drain_sync", "drain_callback", "drain_batch"):
         if mode in runs:
             out[mode]["lost_total"] = sum(r["lost"] for r in runs[mode])
             out[mode]["dispatched_twice_total"] = sum(r["dispatched_twice"] for r in runs[mode])
-    peaks = [r["peak_rss_mb"] for m in ("drain_sync", "drain_callback") for r in runs.get(m, [])]
+    peaks = [r["peak_rss_mb"] for m in ("drain_sync", "drain_callback", "drain_batch") for r in runs.get(m, [])]
     out["peak_rss_mb"] = max(peaks) if peaks else None
     out["drain_rss"] = rss_run
     return out

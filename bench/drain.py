@@ -1,18 +1,20 @@
-"""(b) End-to-end drain and (d) peak RSS: N jobs enqueued up front into a paused queue, the
-queue resumed, and the time from the handler's first call until no job of it is ENQUEUED or
-PROCESSING (a 25 ms poller on the database, as the peers are timed). jobs/s = N ÷ that time.
+"""(b) End-to-end drain and (d) peak RSS: N jobs enqueued up front into a paused queue, the queue
+resumed, and the time from the handler's first call until no job of it is ENQUEUED or PROCESSING (a
+25 ms poller on the database, as the peers are timed). jobs/s = N ÷ that time.
 
-Modes: "sync" (the handler answers 200) and "callback" (202, then POST …/complete from the
-handler process). Lost = N − SUCCEEDED; dispatched twice = executions the handler itself saw
-more than once. The Jobwire process's peak RSS is sampled throughout. WAL bytes per job: the WAL
-PostgreSQL wrote (pg_current_wal_insert_lsn() before and after) while the jobs were enqueued and
-while they drained, divided by N (the VACUUM ANALYZE between the two is left out; the poller's
-reads write none); the database is the benchmark's own, so little else writes meanwhile.
+Modes: "sync" (the handler answers 200), "callback" (202, then POST …/complete from the handler
+process) and "batch" (a batching handler, `batch: {max_size: 50, max_wait_ms: 0}`: up to 50 jobs
+per call, answered with an outcome each; issue 26). Lost = N − SUCCEEDED; dispatched twice =
+executions the handler itself saw more than once. The Jobwire process's peak RSS is sampled
+throughout. WAL bytes per job: the WAL PostgreSQL wrote (pg_current_wal_insert_lsn() before and
+after) while the jobs were enqueued and while they drained, divided by N (the VACUUM ANALYZE
+between the two is left out; the poller's reads write none); the database is the benchmark's own,
+so little else writes meanwhile.
 
-A `probe` (the scale steps: bench/saturation.py, bench/drain_pruning.py) wraps the enqueue and
-the drain in windows of its own (`probe.window("enqueue")`, `probe.window("drain")`: what
-PostgreSQL spent, how many history rows the pruner deleted meanwhile) and, with `probe.vacuum`,
-times a VACUUM of the tables the drain wrote (`probe.window("vacuum")`) before the rows are cleared."""
+A `probe` (the scale steps: bench/saturation.py, bench/drain_pruning.py) wraps the enqueue and the
+drain in windows of its own (`probe.window("enqueue")`, `probe.window("drain")`: what PostgreSQL
+spent, how many history rows the pruner deleted meanwhile) and, with `probe.vacuum`, times a VACUUM
+of the tables the drain wrote (`probe.window("vacuum")`) before the rows are cleared."""
 
 from __future__ import annotations
 
@@ -26,9 +28,11 @@ import aiohttp
 from bench import jobwire_db
 from bench.cpu import CpuShare
 from bench.rss import PeakRss
-from bench.target import CALLBACK_HANDLER, SYNC_HANDLER, Target, enqueue_batches, handler_call, set_paused
+from bench.target import (
+    BATCH_HANDLER, CALLBACK_HANDLER, SYNC_HANDLER, Target, enqueue_batches, handler_call, set_paused,
+)
 
-HANDLERS = {"sync": SYNC_HANDLER, "callback": CALLBACK_HANDLER}
+HANDLERS = {"sync": SYNC_HANDLER, "callback": CALLBACK_HANDLER, "batch": BATCH_HANDLER}
 
 
 def _no_window(_phase: str) -> Any:

@@ -3,6 +3,8 @@
     python -m bench.noop_handler --port 9100
 
 POST /sync      answers 200 {"result": null}
+POST /batch     a batching handler's call ({"executions": [...]}, issue 26): answers 200 with a
+                succeeded outcome for each execution
 POST /callback  answers 202, then reports {"outcome": "succeeded"} to the request's
                 callback URL (POST {callback.url}/complete, Bearer token) with Jobwire's own
                 HTTP/1.1 client (app/delivery/http11.py: a third of aiohttp's client CPU per
@@ -100,6 +102,13 @@ class Handler:
         self.rec.record(webhook_id)
         return SYNC_REPLY
 
+    def batch(self, body: bytes) -> bytes:
+        executions = orjson.loads(body)["executions"]
+        for e in executions:
+            self.rec.record(f"{e['execution_id']}.{e['attempt']}")
+        return response(200, orjson.dumps({"outcomes": [{"execution_id": e["execution_id"], "outcome": "succeeded"}
+                                                        for e in executions]}))
+
     def callback(self, webhook_id: str, body: bytes) -> bytes:
         document = orjson.loads(body)
         self.rec.record(webhook_id)
@@ -184,6 +193,8 @@ class Connection(asyncio.Protocol):
         keep_alive = self.parser.should_keep_alive()
         if method == b"POST" and path == "/sync" and not self.pending:
             self._send(self.handler.sync(self.webhook_id))  # the hot path: answered at once
+        elif method == b"POST" and path == "/batch" and not self.pending:
+            self._send(self.handler.batch(b"".join(self.body)))
         elif method == b"POST" and path == "/callback" and not self.pending:
             self._send(self.handler.callback(self.webhook_id, b"".join(self.body)))
         else:
@@ -200,6 +211,8 @@ class Connection(asyncio.Protocol):
             return self.handler.sync(webhook_id), keep_alive
         if method == b"POST" and path == "/callback":
             return self.handler.callback(webhook_id, body), keep_alive
+        if method == b"POST" and path == "/batch":
+            return self.handler.batch(body), keep_alive
         status, reply = await self.handler.other(method, path)
         return response(status, reply, keep_alive), keep_alive
 

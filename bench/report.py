@@ -28,6 +28,8 @@ def ratios(result: dict) -> dict[str, float | None]:
         "drain_sync_vs_postgres_L1": _ratio(sync, _get(peers, "postgres", "L1", "jobs_per_s")),
         "drain_sync_vs_postgres_L50": _ratio(sync, _get(peers, "postgres", "L50", "jobs_per_s")),
         "drain_callback_vs_drain_sync": _ratio(_get(jw, "drain_callback", "jobs_per_s"), sync),
+        "drain_batch_vs_pgqueuer_tuned": _ratio(_get(jw, "drain_batch", "jobs_per_s"),
+                                                _get(peers, "pgqueuer", "drain_tuned", "jobs_per_s")),
         "enqueue_single_vs_pgqueuer": _ratio(_get(jw, "enqueue_single", "jobs_per_s"),
                                              _get(peers, "pgqueuer", "enqueue_single", "jobs_per_s")),
         "enqueue_single_vs_procrastinate": _ratio(_get(jw, "enqueue_single", "jobs_per_s"),
@@ -87,6 +89,7 @@ def issue_26_targets(result: dict) -> list[tuple[str, Any, str, float]]:
     return [
         ("end-to-end sync ≥ 1.5× PgQueuer default drain", r["drain_sync_vs_pgqueuer_default"], ">=", 1.5),
         ("end-to-end sync ≥ 0.6× PgQueuer tuned (4 × 50)", r["drain_sync_vs_pgqueuer_tuned"], ">=", 0.6),
+        ("end-to-end, batches of 50 ≥ 1.0× PgQueuer tuned (4 × 50)", r["drain_batch_vs_pgqueuer_tuned"], ">=", 1.0),
         ("end-to-end callback ≥ 0.6× Jobwire sync", r["drain_callback_vs_drain_sync"], ">=", 0.6),
         ("single enqueue (16 clients) ≥ 1.2× PgQueuer", r["enqueue_single_vs_pgqueuer"], ">=", 1.2),
         ("batch enqueue (return=minimal) ≥ 0.6× PgQueuer", r["enqueue_batch_vs_pgqueuer"], ">=", 0.6),
@@ -135,7 +138,8 @@ def _fmt(value: Any, digits: int = 0) -> str:
     return str(value)
 
 
-USUAL = ("enqueue_single", "enqueue_batch", "drain_sync", "drain_callback", "idle_latency", "claim_cost", "drain_rss")
+USUAL = ("enqueue_single", "enqueue_batch", "drain_sync", "drain_callback", "drain_batch", "idle_latency", "claim_cost",
+         "drain_rss")
 
 
 def table(result: dict) -> str:
@@ -163,6 +167,8 @@ def table(result: dict) -> str:
         _get(pgq, "drain_tuned", "jobs_per_s"))
     row("end-to-end, 202 + callback (jobs/s)", _get(jw, "drain_callback", "jobs_per_s"),
         _get(pgq, "drain_default", "jobs_per_s"), _get(proc, "drain_c20", "jobs_per_s"))
+    row("end-to-end, batches of 50 (jobs/s) vs PgQ tuned", _get(jw, "drain_batch", "jobs_per_s"),
+        _get(pgq, "drain_tuned", "jobs_per_s"))
     lines.append("")
     lat = jw.get("idle_latency") or {}
     lines.append(f"{'idle latency p50 / p95 / p99 (ms)':48s}{_fmt(lat.get('p50_ms'), 1)} / "
@@ -180,8 +186,8 @@ def table(result: dict) -> str:
         label = f"claim of {cc['batch']}, median ms: {small['rows']:,} / {large['rows']:,} rows"
         lines.append(f"{label:48s}{_fmt(small['median_ms'], 2)} / {_fmt(large['median_ms'], 2)}"
                      f"  (× {_fmt(cc.get('ratio_large_to_small'), 2)})")
-    lost = sum(_get(jw, m, "lost_total") or 0 for m in ("drain_sync", "drain_callback"))
-    twice = sum(_get(jw, m, "dispatched_twice_total") or 0 for m in ("drain_sync", "drain_callback"))
+    lost = sum(_get(jw, m, "lost_total") or 0 for m in ("drain_sync", "drain_callback", "drain_batch"))
+    twice = sum(_get(jw, m, "dispatched_twice_total") or 0 for m in ("drain_sync", "drain_callback", "drain_batch"))
     lines.append(f"{'drains: lost / dispatched twice (all runs)':48s}{lost} / {twice}")
     if pg:
         lines.append("")

@@ -17,6 +17,8 @@ MINIMAL = {**JSON, "prefer": "return=minimal"}
 
 SYNC_HANDLER = "bench-noop-sync"
 CALLBACK_HANDLER = "bench-noop-callback"
+BATCH_HANDLER = "bench-noop-batch"
+BATCH = {"max_size": 50, "max_wait_ms": 0}  # issue 26: batched against PgQueuer's batches of 50
 
 
 @dataclass
@@ -39,10 +41,17 @@ def body(document: Any) -> bytes:
     return orjson.dumps(document)
 
 
-async def register_handlers(http: aiohttp.ClientSession, t: Target) -> None:
+async def register_handlers(http: aiohttp.ClientSession, t: Target) -> bool:
+    """The no-op handlers; False when the server has no handler batching (a baseline before it)."""
     for name, path in ((SYNC_HANDLER, "/sync"), (CALLBACK_HANDLER, "/callback")):
         async with http.put(f"{t.api}/v1/handlers/{name}", json={"url": f"{t.handler}{path}"}) as r:
             await expect(r, 200, 201)
+    async with http.put(f"{t.api}/v1/handlers/{BATCH_HANDLER}",
+                        json={"url": f"{t.handler}/batch", "batch": BATCH}) as r:
+        if r.status == 422 and "batch" in await r.text():  # a baseline before handler batching
+            return False
+        await expect(r, 200, 201)
+    return True
 
 
 async def set_paused(http: aiohttp.ClientSession, t: Target, queue: str, paused: bool) -> None:

@@ -31,7 +31,7 @@ def test_quick_run_writes_every_figure(tmp_path):
     assert result["peers"] == {"skipped": True}
     jw = result["jobwire"]
     assert jw["enqueue_single"]["jobs_per_s"] > 0 and jw["enqueue_batch"]["jobs_per_s"] > 0
-    for mode in ("drain_sync", "drain_callback"):
+    for mode in ("drain_sync", "drain_callback", "drain_batch"):
         assert jw[mode]["jobs_per_s"] > 0
         assert jw[mode]["lost_total"] == 0 and jw[mode]["dispatched_twice_total"] == 0
         (run,) = jw[mode]["runs"]
@@ -47,7 +47,7 @@ def test_quick_run_writes_every_figure(tmp_path):
         assert "Update on job_executions" in plans and "ix_job_executions_claim_all" in plans, plans
     assert jw["claim_cost"]["ratio_large_to_small"] > 0
     assert set(result["ratios"]) >= {"drain_sync_vs_pgqueuer_default", "drain_callback_vs_drain_sync"}
-    assert len(result["targets"]) == 23
+    assert len(result["targets"]) == 24
     assert "Jobwire" in proc.stdout and "targets (issue 7)" in proc.stdout
     assert "targets (operations: counts and scale)" in proc.stdout
     assert "targets (issue 26: performance II)" in proc.stdout
