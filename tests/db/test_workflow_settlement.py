@@ -28,6 +28,7 @@ from app.domain.workflows import DependencyPolicy, NewWorkflow, WorkflowJob
 from app.services.enqueue import EnqueueLimits
 from app.services.workflows import Made, WorkflowService
 from tests.conftest import scalar, sql, waits_for_a_lock
+from tests.state_moves import NO_STATE_MOVES, STATE_MOVES
 
 repo = ExecutionRepository()
 TERMINAL = ("SUCCEEDED", "DEAD_LETTER", "CANCELLED")
@@ -129,29 +130,7 @@ async def new_states(db: Database, execution_id: UUID) -> list[str]:
 
 
 # The insert of a job and a workflow's release of a child write no event row (DESIGN §8), so "each
-# child enqueued exactly once" is read from the rows themselves: test-only triggers record every
-# state a job's row takes (its insert's, then each UPDATE that changes it), in the transaction that
-# wrote it. A second release of one child would be a second move of its row, recorded here.
-STATE_MOVES = """
-CREATE TABLE test_state_moves (id bigserial PRIMARY KEY, execution_id uuid NOT NULL, state text NOT NULL);
-CREATE FUNCTION test_record_state_move() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO test_state_moves (execution_id, state) VALUES (NEW.id, NEW.state);
-    RETURN NULL;
-END $$;
-CREATE TRIGGER test_record_insert AFTER INSERT ON job_executions
-    FOR EACH ROW EXECUTE FUNCTION test_record_state_move();
-CREATE TRIGGER test_record_state_move AFTER UPDATE ON job_executions
-    FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state) EXECUTE FUNCTION test_record_state_move();
-"""
-NO_STATE_MOVES = """
-DROP TRIGGER IF EXISTS test_record_insert ON job_executions;
-DROP TRIGGER IF EXISTS test_record_state_move ON job_executions;
-DROP FUNCTION IF EXISTS test_record_state_move();
-DROP TABLE IF EXISTS test_state_moves;
-"""
-
-
+# child enqueued exactly once" is read from the rows themselves (tests/state_moves.py).
 @pytest.fixture
 async def state_moves(db: Database) -> AsyncIterator[None]:
     """Every state of every job's row recorded in test_state_moves while the test runs (read by
