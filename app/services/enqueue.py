@@ -81,8 +81,8 @@ class EnqueueService:
 
         One statement (jobwire_enqueue in the database, the path applications share) checks the
         handlers, applies defaults and stateful handlers, resolves idempotency keys (a key stored
-        with the same request → that execution, created=False; with another → 422), writes the
-        events and NOTIFYs the dispatchers on commit. Concurrent single-job calls without an
+        with the same request → that execution, created=False; with another → 422), and NOTIFYs
+        the dispatchers on commit (the insert writes no event row: DESIGN §8). Concurrent single-job calls without an
         idempotency key share one (app/services/grouping.py): each is still atomic on its own,
         and answered as if alone.
 
