@@ -10,10 +10,12 @@
 
 Per job of a sync drain this leaves one event row of three (its outcome), and with it two heap
 tuples and four index entries of job_events. The typed rows (outcomes, user actions, workflow
-ends) are unchanged, and with them the attempt history, the feed and the deliveries;
-`GET /v1/executions/{id}/events` lists what is left (the outcomes, retries, suspensions,
-resumptions and user actions). Same functions, so CREATE OR REPLACE; their whole new texts:
-20261203_0021/.
+ends) are unchanged, and with them the attempt history, the feed, the deliveries and
+`GET /v1/executions/{id}/events` (which lists only them); the untyped rows of re-enqueues,
+suspensions, resumptions and claims put back are unchanged too. (Two other writers still write an
+insert's or a release's row: schedule_fire, a cron fire's ENQUEUED, and workflow_settle, the
+release of a job added after its parents ended or of a retried workflow's; app/db/sql.) Same
+functions, so CREATE OR REPLACE; their whole new texts: 20261203_0021/.
 
 Downgrade restores the functions of the revisions before (events are not written back for what
 ran in between).

@@ -294,7 +294,8 @@ job_events = Table(
     Column("event", JSONB, nullable=False),
     Column("occurred_at", TS, nullable=False, server_default=NOW),
     # Revision 20261201_0010, set by the statement that writes an attempt's outcome or a user's
-    # action (NULL on the insert's and the claim's rows): the event type (execution.succeeded,
+    # action (NULL on the untyped rows: re-enqueues, suspensions, resumptions, claims put back; the
+    # insert and the claim write no row from revision 20261203_0021): the event type (execution.succeeded,
     # .failed, .abandoned, .dead_lettered, .cancelled, .retried) and, beside the curated event,
     # the attempt it ends, its start, its node, the handler's HTTP status, its own error text.
     Column("type", Text),

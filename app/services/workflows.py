@@ -130,7 +130,7 @@ class WorkflowService:
     async def _add(self, conn: Connection, workflow_id: UUID, jobs: Sequence[WorkflowJob],
                    known: Mapping[str, tuple[UUID, str]] | None = None,
                    spawned_by: UUID | None = None) -> tuple[list[WorkflowItem], Workflow]:
-        """Inserts `jobs` into the workflow through jobwire_enqueue (its checks, defaults and events),
+        """Inserts `jobs` into the workflow through jobwire_enqueue (its checks and defaults; no event rows),
         each with parents WAITING for those unfinished, with their edges (and their parent, when a
         handler spawned them); counts them in and settles those whose parents already in the
         workflow (`known`: share-locked, (id, state) by ref) are settled."""

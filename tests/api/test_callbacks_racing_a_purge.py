@@ -48,15 +48,24 @@ def pruner(db: Database) -> PruneService:
 
 
 async def finished(api: httpx.AsyncClient, db: Database, n: int, *, days_ago: float) -> list[uuid.UUID]:
-    """n SUCCEEDED executions, created and completed `days_ago` days ago (past 7: the pruner's): a
-    handler may still send them logs and steps, and any way of purging may remove them."""
+    """n SUCCEEDED executions, created and completed `days_ago` days ago (past 7: the pruner's), each
+    with its success's event row (the insert and the claim write none: DESIGN §8): a handler may
+    still send them logs and steps, and any way of purging may remove them."""
     response = await api.post("/v1/jobs/batch", json={"jobs": [{"handler": "h", "run_at": "2999-01-01T00:00:00Z"}] * n})
     assert response.status_code == 201, response.text
     ids = [uuid.UUID(item["id"]) for item in response.json()["items"]]
-    await sql(db, "UPDATE job_executions SET state = 'SUCCEEDED', started_at = now(), "
-                  "created_at = now() - make_interval(secs => CAST(:days AS float8) * 86400), "
-                  "completed_at = now() - make_interval(secs => CAST(:days AS float8) * 86400) "
-                  "WHERE id = ANY(CAST(:ids AS uuid[]))", ids=ids, days=float(days_ago))
+    await sql(db, """
+        WITH u AS (
+            UPDATE job_executions SET state = 'SUCCEEDED', started_at = now(),
+                created_at = now() - make_interval(secs => CAST(:days AS float8) * 86400),
+                completed_at = now() - make_interval(secs => CAST(:days AS float8) * 86400)
+            WHERE id = ANY(CAST(:ids AS uuid[]))
+            RETURNING id, started_at, completed_at
+        )
+        INSERT INTO job_events (execution_id, event, type, attempt, started_at, node, occurred_at)
+        SELECT id, jsonb_build_object('execution_id', id, 'new_state', 'SUCCEEDED', 'attempt', 0),
+               'execution.succeeded', 0, started_at, 'node-1', completed_at
+        FROM u""", ids=ids, days=float(days_ago))
     return ids
 
 
@@ -142,7 +151,7 @@ async def test_writes_that_found_the_execution_before_a_purge_committed_answer_4
             held = gate.transaction()
             await held.start()
             locked = await gate.fetch("SELECT id FROM job_events WHERE execution_id = ANY($1) FOR UPDATE", ids)
-            assert len(locked) >= len(ids)  # each has its enqueue's event at least
+            assert len(locked) == len(ids)  # each has its success's event
             purges = [asyncio.ensure_future(p) for p in purge_of(kind, api, db, ids)]
             await until_waiting(db, len(purges), on=gate.get_server_pid())  # the purges wait for the gate
             sent = [callbacks(server, api, e) for e in ids]

@@ -5,11 +5,13 @@ transaction committed after a later-numbered one; filters; a queue-limited key s
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
 import pytest
 
+from app.db.executions import ExecutionRepository
 from tests.api.conftest import NOWHERE, LATER
 from tests.conftest import problem_fields, register
 
@@ -56,11 +58,8 @@ async def test_an_event_of_a_transaction_still_open_waits_and_nothing_behind_it_
         await tx.execute("SELECT pg_current_xact_id()")  # the older transaction id
         after = await cancelled(h_api)  # commits in a younger transaction meanwhile
         assert (await feed(h_api, after=cursor))["items"] == []  # held: an older one still runs
-        await tx.execute("UPDATE job_executions SET state = 'CANCELLED', completed_at = now() "
-                         "WHERE id = $1", pending_id)
-        await tx.execute("INSERT INTO job_events (execution_id, event, type) "
-                         "SELECT CAST($1 AS uuid), event || jsonb_build_object('execution_id', $1), type "
-                         "FROM job_events WHERE type = 'execution.cancelled' ORDER BY id LIMIT 1", pending_id)
+        # Its typed event, written last: the cancel's own statement (its insert wrote none: DESIGN §8).
+        assert await ExecutionRepository().cancel(tx, uuid.UUID(pending_id)) is not None
     items = (await feed(h_api, after=cursor))["items"]
     assert [i["data"]["execution_id"] for i in items] == [pending_id, after]  # the older transaction's first
     assert before not in [i["data"]["execution_id"] for i in items]

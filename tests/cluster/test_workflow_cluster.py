@@ -27,6 +27,7 @@ import pytest
 from aiohttp import web
 
 from tests.cluster.processes import connect, handler_server, serve_nodes, terminate, wait_all_ready
+from tests.state_moves import MOVES, STATE_MOVES
 
 pytestmark = pytest.mark.cluster
 
@@ -164,6 +165,9 @@ async def test_two_nodes_ending_parents_of_one_child_at_once_release_it_exactly_
     try:
         await wait_all_ready(nodes)
         conn = await connect(url)
+        # The insert and a workflow's release of a child write no event row (DESIGN §8): the rows'
+        # own moves are recorded instead (tests/state_moves.py).
+        await conn.execute(STATE_MOVES)
         watch = Watch(conn)
         async with httpx.AsyncClient(base_url=nodes[0][1], timeout=30) as api:
             assert (await api.put("/v1/handlers/rec", json={"url": handler_url})).status_code == 201
@@ -192,13 +196,11 @@ async def test_two_nodes_ending_parents_of_one_child_at_once_release_it_exactly_
             await asyncio.sleep(0.5)  # a second dispatch of a child would show up by now
             rows = await watch.sample()
             shown = {i: (await api.get(f"/v1/workflows/{i}")).json() for i in made}
-            enqueued_events = dict(await conn.fetch(
-                "SELECT e.execution_id::text, count(*) FROM job_events e "
-                "JOIN job_executions x ON x.id = e.execution_id "
-                "WHERE x.workflow_id IS NOT NULL AND e.event->>'new_state' = 'ENQUEUED' "
-                "  AND e.id > (SELECT max(w.id) FROM job_events w WHERE w.execution_id = e.execution_id "
-                "              AND w.event->>'new_state' = 'WAITING') "
-                "GROUP BY 1"))
+            # Per job inserted WAITING (a child): how often its row moved to ENQUEUED after that.
+            enqueued_moves = {str(r["execution_id"]): r["states"][1:].count("ENQUEUED")
+                              for r in await conn.fetch(MOVES) if r["states"][0] == "WAITING"}
+            insert_and_release_events = await conn.fetchval(
+                "SELECT count(*) FROM job_events WHERE event->>'new_state' IN ('WAITING', 'ENQUEUED', 'PROCESSING')")
             parent_ends = await conn.fetch(
                 "SELECT d.child_id::text AS child, max(p.completed_at) - min(p.completed_at) AS spread "
                 "FROM job_dependencies d JOIN job_executions p ON p.id = d.parent_id GROUP BY d.child_id")
@@ -228,8 +230,11 @@ async def test_two_nodes_ending_parents_of_one_child_at_once_release_it_exactly_
     assert [e for e, n in per_execution.items() if n > 1] == []
     assert [k for k, n in per_attempt.items() if n > 1] == []
 
-    # Each child released exactly once (one ENQUEUED event after its WAITING one) and dispatched
-    # with every parent's state and result; its parents really ended on both nodes.
+    # Each child released exactly once (its row moved to ENQUEUED once after its WAITING insert; no
+    # event row for either, nor for a claim: DESIGN §8) and dispatched with every parent's state and
+    # result; its parents really ended on both nodes.
+    assert insert_and_release_events == 0
+    assert len(enqueued_moves) == WORKFLOWS * CHILDREN
     ids = {(wid, i["ref"]): i["execution_id"] for wid, body in made.items() for i in body["items"]}
     by_id = {c.execution_id: c for c in calls}
     node_of = {(wid, ref): by_id[ids[(wid, ref)]].node for (wid, ref) in ids}
@@ -237,7 +242,7 @@ async def test_two_nodes_ending_parents_of_one_child_at_once_release_it_exactly_
         w = made[workflow_id]["name"].removeprefix("fan-in-")
         for child, mine in parents.items():
             execution = ids[(workflow_id, child)]
-            assert enqueued_events.get(execution) == 1, (child, enqueued_events.get(execution))
+            assert enqueued_moves.get(execution) == 1, (child, enqueued_moves.get(execution))
             call = by_id[execution]
             assert call.workflow["id"] == workflow_id and call.workflow["ref"] == child
             assert call.workflow["parents"] == {
@@ -248,7 +253,7 @@ async def test_two_nodes_ending_parents_of_one_child_at_once_release_it_exactly_
             assert call.at >= released_at
     assert len({c.node for c in calls}) == 2
 
-    spreads = sorted(r["spread"].total_seconds() for r in parent_ends if r["child"] in set(enqueued_events))
+    spreads = sorted(r["spread"].total_seconds() for r in parent_ends if r["child"] in set(enqueued_moves))
     print(f"\nfan-in: {WORKFLOWS * CHILDREN} children released once each; parents of one child ended "
           f"{spreads[len(spreads) // 2] * 1000:.1f} ms apart (median; min {spreads[0] * 1000:.1f}, "
           f"max {spreads[-1] * 1000:.1f} ms); "

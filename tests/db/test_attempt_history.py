@@ -1,7 +1,7 @@
 """The attempt history's columns of job_events (revision 20261201_0010), written by the statements
 that record an attempt's outcome or a user's action, and the attempts and typed events read from
 them: which statement writes which type, the attempt it ends, its start, node, HTTP status and
-error text; the rows of inserts, claims and re-enqueues stay untyped."""
+error text; the rows of re-enqueues stay untyped, and inserts and claims write none (DESIGN §8)."""
 
 from __future__ import annotations
 
@@ -96,19 +96,24 @@ def untyped(row: dict[str, Any]) -> bool:
     return all(row[c] is None for c in COLUMNS)
 
 
-async def test_inserts_and_claims_write_untyped_rows(db: Database, handler: str) -> None:
-    execution_id = await processing(db)
-    inserted, claimed = await rows(db, execution_id)
-    assert inserted["new_state"] == "ENQUEUED" and untyped(inserted)
-    assert claimed["new_state"] == "PROCESSING" and untyped(claimed)
+async def test_inserts_and_claims_write_no_rows(db: Database, handler: str) -> None:
+    # DESIGN §8: the insert and the claim need no row of their own; the live row shows the attempt
+    # in flight, and its outcome's row carries its start and node.
+    execution_id = await enqueued(db)
+    assert await rows(db, execution_id) == []
+    assert await claim(db, "node-3") == execution_id
+    assert await rows(db, execution_id) == []
     assert await event_types(db, execution_id) == []
+    [in_flight] = await attempts(db, execution_id)
+    assert (in_flight.attempt, in_flight.state, in_flight.node) == (0, S.PROCESSING, "node-3")
+    assert in_flight.started_at == await started(db, execution_id)
 
 
 async def test_a_retried_failure_writes_its_cause_typed_and_the_re_enqueue_untyped(db: Database, handler: str) -> None:
     execution_id = await processing(db)
     start = await started(db, execution_id)
     await fail(db, execution_id, 0)
-    failed, requeued = (await rows(db, execution_id))[-2:]
+    failed, requeued = await rows(db, execution_id)  # the insert and the claim wrote none
     assert failed == {"new_state": "FAILED", "type": "execution.failed", "attempt": 0, "started_at": start,
                       "node": "node-1", "http_status": 500, "error": "HTTP 500 Internal Server Error: boom"}
     assert requeued["new_state"] == "ENQUEUED" and untyped(requeued)
@@ -117,7 +122,7 @@ async def test_a_retried_failure_writes_its_cause_typed_and_the_re_enqueue_untyp
 async def test_a_final_failure_writes_its_cause_then_a_dead_letter(db: Database, handler: str) -> None:
     execution_id = await processing(db, max_attempts=1)
     await fail(db, execution_id, 0, error="refused", error_type="connection", http_status=None)
-    failed, dead = (await rows(db, execution_id))[-2:]
+    failed, dead = await rows(db, execution_id)
     assert (failed["type"], failed["http_status"], failed["error"]) == ("execution.failed", None, "refused")
     assert dead == {"new_state": "DEAD_LETTER", "type": "execution.dead_lettered", "attempt": 0, "started_at": None,
                     "node": None, "http_status": None, "error": None}
@@ -127,7 +132,7 @@ async def test_a_success_records_its_attempt_start_node_and_status(db: Database,
     execution_id = await processing(db, node="node-7")
     start = await started(db, execution_id)
     await succeed(db, execution_id, 0, 201)
-    [done] = (await rows(db, execution_id))[-1:]
+    [done] = await rows(db, execution_id)  # the outcome's row is the execution's only one
     assert done == {"new_state": "SUCCEEDED", "type": "execution.succeeded", "attempt": 0, "started_at": start,
                     "node": "node-7", "http_status": 201, "error": None}
     [attempt] = await attempts(db, execution_id)
@@ -144,7 +149,8 @@ async def test_a_batch_of_successes_keeps_each_status_with_its_row(db: Database,
                                           [statuses[c.id] for c in claimed])
     assert done == 3
     for execution_id in ids:
-        assert (await rows(db, execution_id))[-1]["http_status"] == statuses[execution_id]
+        [done] = await rows(db, execution_id)
+        assert done["http_status"] == statuses[execution_id]
 
 
 async def test_a_cancel_ends_the_attempt_only_when_it_was_processing(db: Database, handler: str) -> None:
@@ -230,7 +236,8 @@ async def test_a_claim_put_back_undispatched_is_no_attempt(db: Database, handler
     service = OutcomeService(db, RetryPolicy(), ClaimConfig("node-1", (), 60.0))
     assert await service.release_untracked([]) == 1
     assert await attempts(db, lost) == []
-    assert all(untyped(r) for r in await rows(db, lost))
+    [released] = await rows(db, lost)  # the put-back's row only (the claim wrote none)
+    assert released["new_state"] == "ENQUEUED" and untyped(released)
     await claim(db, "node-2")  # claimed again at the same attempt and dispatched
     await succeed(db, lost, 0, 200)
     [only] = await attempts(db, lost)

@@ -38,7 +38,8 @@ async def conn(db: Database, database_url: str) -> AsyncIterator[asyncpg.Connect
     await connection.close()
 
 
-async def test_an_integer_beyond_64_bits_enqueued_in_sql_is_stored_exactly(conn: asyncpg.Connection) -> None:
+async def test_an_integer_beyond_64_bits_enqueued_in_sql_is_stored_exactly(conn: asyncpg.Connection,
+                                                                             db: Database) -> None:
     async with conn.transaction():
         [row] = await conn.fetch("SELECT id FROM jobwire_enqueue($1::jsonb)", f"[{JOB}]")
     stored = await conn.fetchrow("SELECT payload::text, parameters::text, metadata::text FROM job_executions")
@@ -46,6 +47,11 @@ async def test_an_integer_beyond_64_bits_enqueued_in_sql_is_stored_exactly(conn:
     assert f"{BIG}" in stored["payload"] and f"{-BIG}" in stored["payload"]
     assert stored["parameters"] == f'{{"p": {-(2**63) - 1}}}'
     assert stored["metadata"] == f'{{"m": {BIG}}}'
+    # The insert writes no event row (DESIGN §8); the first event, here a cancel's, copies the
+    # metadata from the row exactly.
+    assert await conn.fetchval("SELECT count(*) FROM job_events") == 0
+    async with db.transaction() as c:
+        assert await ExecutionRepository().cancel(c, row["id"]) is not None
     event = await conn.fetchval("SELECT event::text FROM job_events WHERE execution_id = $1", row["id"])
     assert f'"metadata": {{"m": {BIG}}}' in event
 

@@ -1,4 +1,4 @@
-"""Enqueue inserts: defaults, the ENQUEUED event, batches, and idempotency keys under concurrency."""
+"""Enqueue inserts: defaults, no event row (DESIGN §8), batches, and idempotency keys under concurrency."""
 
 from __future__ import annotations
 
@@ -76,14 +76,19 @@ async def test_insert_applies_the_defaults(db: Database, service: EnqueueService
     assert abs(e.scheduled_at - e.created_at) < timedelta(seconds=1)
 
 
-async def test_insert_writes_one_enqueued_event_with_the_curated_keys_only(db: Database,
-                                                                           service: EnqueueService) -> None:
+async def test_insert_writes_no_event_and_the_first_event_has_the_curated_keys_only(
+        db: Database, service: EnqueueService) -> None:
     [done] = await service.enqueue([NewJob(handler="h", job_id="report", payload={"p": 1},
                                            parameters={"q": 2}, metadata={"team": "x"})])
+    # The insert needs no row of its own (DESIGN §8): the first is the job's first outcome or
+    # action, here a cancel, and it names the job as the insert's row did.
+    assert await stored_events(db, done.execution.id) == []
+    async with db.transaction() as conn:
+        assert await repo.cancel(conn, done.execution.id) is not None
     [event] = await stored_events(db, done.execution.id)
     assert set(event) == EVENT_KEYS
     assert not {"payload", "parameters", "result", "last_error"} & set(event)
-    assert event["new_state"] == "ENQUEUED" and event["attempt"] == 0
+    assert event["new_state"] == "CANCELLED" and event["attempt"] == 0
     assert event["execution_id"] == str(done.execution.id) and event["job_id"] == "report"
     assert event["metadata"] == {"team": "x"} and event["started_at"] is None
 
@@ -110,11 +115,11 @@ async def test_delay_and_run_at_set_scheduled_at_in_database_time(db: Database, 
     assert timed.execution.scheduled_at == run_at
 
 
-async def test_batch_insert_keeps_item_order_and_writes_one_event_each(db: Database,
-                                                                      service: EnqueueService) -> None:
+async def test_batch_insert_keeps_item_order_and_writes_no_event(db: Database, service: EnqueueService) -> None:
     results = await service.enqueue([NewJob(handler="h", job_id=f"j{i}", priority=i) for i in range(50)])
     assert [r.execution.job_id for r in results] == [f"j{i}" for i in range(50)]
-    assert await scalar(db, "SELECT count(*) FROM job_events WHERE event->>'new_state' = 'ENQUEUED'") == 50
+    assert await scalar(db, "SELECT count(*) FROM job_executions WHERE state = 'ENQUEUED'") == 50
+    assert await scalar(db, "SELECT count(*) FROM job_events") == 0  # DESIGN §8: the insert writes none
 
 
 async def test_a_batch_with_one_unknown_handler_inserts_nothing(db: Database, service: EnqueueService) -> None:
@@ -142,7 +147,7 @@ async def test_repeated_idempotency_key_returns_the_first_execution(db: Database
     assert first.created and not again.created
     assert again.execution.id == first.execution.id
     assert await scalar(db, "SELECT count(*) FROM job_executions") == 1
-    assert await scalar(db, "SELECT count(*) FROM job_events") == 1
+    assert await scalar(db, "SELECT count(*) FROM job_events") == 0  # neither the insert nor the replay wrote one
 
 
 async def test_idempotency_key_with_a_different_body_is_refused(db: Database, service: EnqueueService) -> None:
@@ -178,7 +183,8 @@ async def test_concurrent_inserts_with_one_key_in_separate_transactions_yield_on
         assert stored["race"][0].id == mine.id
         await second_tx.commit()
     assert await scalar(db, "SELECT count(*) FROM job_executions WHERE idempotency_key = 'race'") == 1
-    assert await scalar(db, "SELECT count(*) FROM job_events") == 1
+    assert await scalar(db, "SELECT count(*) FROM job_executions") == 1
+    assert await scalar(db, "SELECT count(*) FROM job_events") == 0  # an insert writes no event row
 
 
 async def test_second_insert_succeeds_when_the_first_transaction_rolls_back(db: Database,
@@ -204,7 +210,7 @@ async def test_many_concurrent_enqueues_with_one_key_create_one_execution(db: Da
     assert sum(r.created for r in outcomes) == 1
     assert len({r.execution.id for r in outcomes}) == 1
     assert await scalar(db, "SELECT count(*) FROM job_executions") == 1
-    assert await scalar(db, "SELECT count(*) FROM job_events") == 1
+    assert await scalar(db, "SELECT count(*) FROM job_events") == 0  # neither the insert nor the replay wrote one
 
 
 async def test_concurrent_single_enqueues_share_statements_yet_each_refusal_is_its_own(
@@ -223,7 +229,7 @@ async def test_concurrent_single_enqueues_share_statements_yet_each_refusal_is_i
             [done] = result
             assert done.created and done.execution.job_id == job.job_id
     assert await scalar(db, "SELECT count(*) FROM job_executions") == 24
-    assert await scalar(db, "SELECT count(*) FROM job_events") == 24
+    assert await scalar(db, "SELECT count(*) FROM job_events") == 0  # an insert writes no event row
 
 
 async def test_concurrent_single_enqueues_of_one_key_with_two_bodies_keep_one_and_refuse_the_other(

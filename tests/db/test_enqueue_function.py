@@ -1,6 +1,7 @@
 """jobwire_enqueue(jobs jsonb), the one insert path of the API and of applications: its rows,
-defaults, events and idempotency fingerprints are those of an API enqueue, and it refuses bad
-input with a clear error naming every field at fault (SQLSTATE 22023, DETAIL as JSON)."""
+defaults, events (none for the insert: DESIGN §8) and idempotency fingerprints are those of an
+API enqueue, and it refuses bad input with a clear error naming every field at fault (SQLSTATE
+22023, DETAIL as JSON)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from app.db.database import Database
+from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
 from app.db.queues import QueueRepository
 from app.domain.errors import ValidationFailed
@@ -77,11 +79,20 @@ async def test_a_job_enqueued_in_sql_is_the_row_and_event_the_api_path_writes(co
     assert {c: mine[c] for c in compared} == {c: theirs[c] for c in compared}
     assert mine["request_hash"] is not None  # the same fingerprint: a key works across both paths
     assert abs(mine["scheduled_at"] - mine["created_at"]).total_seconds() == pytest.approx(60, abs=1)
-    first, second = (json.loads(e["event"]) for e in await conn.fetch("SELECT event FROM job_events ORDER BY id"))
+    # Neither path writes an event row for the insert (DESIGN §8); the first event of each, here a
+    # cancel of both in one transaction, is the same but for the job's own ids and times.
+    assert await conn.fetchval("SELECT count(*) FROM job_events") == 0
+    async with db.transaction() as c:
+        for execution_id in (sql_row["id"], api.execution.id):
+            assert await ExecutionRepository().cancel(c, execution_id) is not None
+    first, second = (json.loads(e["event"]) for e in await conn.fetch(
+        "SELECT event FROM job_events ORDER BY array_position($1::uuid[], execution_id)",
+        [sql_row["id"], api.execution.id]))
     assert first.keys() == second.keys()
     same = {k for k in first if k not in ("execution_id", "job_id", "created_at", "scheduled_at")}
     assert {k: first[k] for k in same} == {k: second[k] for k in same}
-    assert first["new_state"] == "ENQUEUED" and first["job_id"] == "report-7"
+    assert first["new_state"] == "CANCELLED" and first["job_id"] == "report-7"
+    assert first["execution_id"] == str(sql_row["id"]) and second["execution_id"] == str(api.execution.id)
 
 
 async def test_an_idempotency_key_stored_through_sql_answers_the_api_with_the_same_execution(conn, db) -> None:
@@ -117,7 +128,8 @@ async def test_one_row_per_item_in_order_and_a_key_repeated_in_the_array_is_one_
     assert rows[0]["id"] == rows[2]["id"] != rows[1]["id"]
     [again] = await enqueue(conn, {"handler": "h", "idempotency_key": "k", "payload": 1})
     assert (again["created"], again["id"]) == (False, rows[0]["id"])
-    assert await conn.fetchval("SELECT count(*) FROM job_events") == 2
+    assert await conn.fetchval("SELECT count(*) FROM job_executions") == 2
+    assert await conn.fetchval("SELECT count(*) FROM job_events") == 0  # an insert writes no event row
 
 
 async def test_a_stateful_handler_makes_the_job_stateful(conn) -> None:

@@ -124,13 +124,13 @@ async def trace(db: Database, execution_id: UUID) -> tuple[int, int, int]:
 async def test_succeeded_executions_go_after_their_retention_with_their_logs_steps_and_events(db, h):
     old = await finished(db, S.SUCCEEDED, completed_days_ago=8)
     young = await finished(db, S.SUCCEEDED, completed_days_ago=6)
-    assert await trace(db, old) == (2, 1, 1)  # the enqueue's event and the one added
+    assert await trace(db, old) == (1, 1, 1)  # the event added (the enqueue writes none: DESIGN §8)
 
     report = await pruner(db).run()
 
     assert report.deleted == {S.SUCCEEDED: 1}
     assert not await exists(db, old) and await trace(db, old) == (0, 0, 0)
-    assert await exists(db, young) and await trace(db, young) == (2, 1, 1)
+    assert await exists(db, young) and await trace(db, young) == (1, 1, 1)
 
 
 async def test_cancelled_dead_letter_and_abandoned_cron_fires_go_after_the_failed_retention(db, h):
@@ -146,7 +146,7 @@ async def test_cancelled_dead_letter_and_abandoned_cron_fires_go_after_the_faile
     for execution_id in due.values():
         assert not await exists(db, execution_id) and await trace(db, execution_id) == (0, 0, 0)
     for execution_id in [*kept, succeeded_in_between]:
-        assert await exists(db, execution_id) and await trace(db, execution_id) == (2, 1, 1)
+        assert await exists(db, execution_id) and await trace(db, execution_id) == (1, 1, 1)
 
 
 async def test_each_class_has_its_own_cutoff(db, h):
@@ -205,7 +205,7 @@ async def test_live_executions_and_their_events_are_never_touched(db, h):
     assert report.total == 0
     assert await count(db, "job_executions") == 52
     assert await count(db, "job_events") == live_events
-    assert await trace(db, enqueued) == (2, 1, 1) and await trace(db, processing) == (2, 1, 1)
+    assert await trace(db, enqueued) == (1, 1, 1) and await trace(db, processing) == (1, 1, 1)
 
 
 async def test_the_repository_refuses_to_prune_a_live_state(db):

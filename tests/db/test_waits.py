@@ -152,7 +152,8 @@ async def assert_none_missed(db: Database) -> None:
 
 async def assert_resumed_once_by_go(db: Database, ids: Sequence[UUID], attempts: dict[UUID, int]) -> None:
     """Each execution ENQUEUED at its attempt, resumed once (one ENQUEUED event after its WAITING
-    one), by its one signal `go`, consumed by that resumption, delivered once."""
+    one, and no other: the insert and the claim write none, DESIGN §8), by its one signal `go`,
+    consumed by that resumption, delivered once."""
     found = await sql(db, """
         SELECT e.id, e.state, e.attempt, e.suspensions, e.wake_at, w.reason, w.n, w.delivered,
                (SELECT array_agg(s.resume ORDER BY s.id) FROM job_signals s WHERE s.execution_id = e.id) AS resumes,
@@ -166,7 +167,7 @@ async def assert_resumed_once_by_go(db: Database, ids: Sequence[UUID], attempts:
         assert (r["state"], r["attempt"], r["suspensions"], r["wake_at"]) == ("ENQUEUED", attempts[r["id"]], 1, None)
         assert (r["reason"], r["n"], r["resumes"], r["unconsumed"]) == ("signal", 1, [1], 0), dict(r)
         assert [d["name"] for d in r["delivered"]] == ["go"]
-        assert r["events"] == ["ENQUEUED", "PROCESSING", "WAITING", "ENQUEUED"], dict(r)
+        assert r["events"] == ["WAITING", "ENQUEUED"], dict(r)
 
 
 async def assert_dispatched_with_go_once(db: Database, ids: Sequence[UUID], attempts: dict[UUID, int]) -> None:
@@ -481,9 +482,9 @@ async def test_a_suspended_job_of_a_workflow_is_counted_waiting_and_holds_its_ch
     await succeed(db, c.id, c.attempt)
     done = await service.get(workflow_id)
     assert (done.state.value, dict(done.counts)) == ("SUCCEEDED", {"SUCCEEDED": 3})
-    # Inserted waiting for a; enqueued by a's success; suspended; resumed; succeeded.
-    assert await new_states(db, ids["b"]) == ["WAITING", "ENQUEUED", "PROCESSING", "WAITING", "ENQUEUED",
-                                              "PROCESSING", "SUCCEEDED"]
+    # Inserted waiting for a and enqueued by a's success (no rows of their own, nor the claims':
+    # DESIGN §8; children() saw those states above); suspended; resumed; succeeded.
+    assert await new_states(db, ids["b"]) == ["WAITING", "ENQUEUED", "SUCCEEDED"]
 
 
 # --- cancel of a suspended job ----------------------------------------------------------------------
@@ -504,7 +505,7 @@ async def test_a_cancelled_suspended_job_takes_no_signal_and_no_scan_revives_it(
     async with db.transaction() as conn:
         assert await waits.resume(conn, [execution_id]) == []
     assert await state_of(db, execution_id) == "CANCELLED"
-    assert await new_states(db, execution_id) == ["ENQUEUED", "PROCESSING", "WAITING", "CANCELLED"]
+    assert await new_states(db, execution_id) == ["WAITING", "CANCELLED"]  # the insert and claim write none
 
 
 async def test_over_http_a_cancelled_suspended_job_answers_a_signal_409(

@@ -28,6 +28,7 @@ from app.domain.workflows import DependencyPolicy, NewWorkflow, WorkflowJob
 from app.services.enqueue import EnqueueLimits
 from app.services.workflows import Made, WorkflowService
 from tests.conftest import scalar, sql, waits_for_a_lock
+from tests.state_moves import NO_STATE_MOVES, STATE_MOVES
 
 repo = ExecutionRepository()
 TERMINAL = ("SUCCEEDED", "DEAD_LETTER", "CANCELLED")
@@ -128,6 +129,27 @@ async def new_states(db: Database, execution_id: UUID) -> list[str]:
                                           "ORDER BY id", id=execution_id)]
 
 
+# The insert of a job and a workflow's release of a child write no event row (DESIGN §8), so "each
+# child enqueued exactly once" is read from the rows themselves (tests/state_moves.py).
+@pytest.fixture
+async def state_moves(db: Database) -> AsyncIterator[None]:
+    """Every state of every job's row recorded in test_state_moves while the test runs (read by
+    moves). Ask for it before `sessions`: it needs a pooled connection at its start and end."""
+    async with db.transaction() as conn:
+        await conn.execute(NO_STATE_MOVES + STATE_MOVES)
+    try:
+        yield
+    finally:
+        async with db.transaction() as conn:
+            await conn.execute(NO_STATE_MOVES)
+
+
+async def moves(db: Database, execution_id: UUID) -> list[str]:
+    """The states the execution's row took, oldest first (the fixture state_moves records them)."""
+    return [r["state"] for r in await sql(db, "SELECT state FROM test_state_moves WHERE execution_id = :id "
+                                              "ORDER BY id", id=execution_id)]
+
+
 async def rows(db: Database, ids: Sequence[UUID]) -> dict[UUID, Any]:
     found = await sql(db, "SELECT id, workflow_ref, state, pending_parents, error_type, last_error "
                           "FROM job_executions WHERE id = ANY(:ids)", ids=list(ids))
@@ -147,14 +169,17 @@ async def assert_each_child_enqueued_once(db: Database, ids: dict[str, UUID], n:
     found = await rows(db, children)
     assert {(r["state"], r["pending_parents"]) for r in found.values()} == {("ENQUEUED", 0)}
     for child in children:
-        # Inserted waiting, then enqueued by exactly one of its parents' transitions.
-        assert await new_states(db, child) == ["WAITING", "ENQUEUED"], found[child]["workflow_ref"]
+        # Inserted waiting, then enqueued by exactly one of its parents' transitions; neither wrote
+        # an event row (DESIGN §8).
+        assert await moves(db, child) == ["WAITING", "ENQUEUED"], found[child]["workflow_ref"]
+        assert await new_states(db, child) == [], found[child]["workflow_ref"]
 
 
 # --- two parents of one child at once -------------------------------------------------------
 
 async def test_two_transactions_ending_the_two_parents_of_50_children_in_opposite_orders_enqueue_each_once(
-        db: Database, service: WorkflowService, sessions: list[asyncpg.Connection]) -> None:
+        db: Database, service: WorkflowService, state_moves: None,
+        sessions: list[asyncpg.Connection]) -> None:
     """Two nodes, each recording one parent of every child in one transaction (the left parents
     in ascending order, the right ones descending, then the other way round), at once."""
     first, second = sessions[0], sessions[1]
@@ -181,7 +206,8 @@ async def test_two_transactions_ending_the_two_parents_of_50_children_in_opposit
 
 
 async def test_the_second_parent_waits_for_the_first_and_then_enqueues_the_child(
-        db: Database, service: WorkflowService, sessions: list[asyncpg.Connection]) -> None:
+        db: Database, service: WorkflowService, state_moves: None,
+        sessions: list[asyncpg.Connection]) -> None:
     """The exact race, forced 50 times: one session has ended a parent, not committed; the other
     ends the second parent and waits (on the workflow's row); the first commits; the second then
     sees the child's count and enqueues it. Which parent goes first alternates."""
@@ -211,7 +237,8 @@ async def test_the_second_parent_waits_for_the_first_and_then_enqueues_the_child
 
 
 async def test_one_parent_failing_while_the_other_succeeds_settles_the_child_once(
-        db: Database, service: WorkflowService, sessions: list[asyncpg.Connection]) -> None:
+        db: Database, service: WorkflowService, state_moves: None,
+        sessions: list[asyncpg.Connection]) -> None:
     """At once: l{i} dead-lettered (end_attempt, not retryable), r{i} succeeded. A `cancel` child
     is cancelled once (one execution.cancelled), a `run` child enqueued once."""
     jobs: list[WorkflowJob] = []
@@ -239,11 +266,13 @@ async def test_one_parent_failing_while_the_other_succeeds_settles_the_child_onc
         row = (await rows(db, [child]))[child]
         if i % 2:
             assert (row["state"], row["error_type"]) == ("ENQUEUED", None)
-            assert await new_states(db, child) == ["WAITING", "ENQUEUED"]
+            assert await moves(db, child) == ["WAITING", "ENQUEUED"]
+            assert await new_states(db, child) == []  # the insert and the release write none (DESIGN §8)
         else:
             assert (row["state"], row["error_type"]) == ("CANCELLED", "dependency_failed")
             assert row["last_error"] == f"dependency l{i:02d} (execution {ids[f'l{i:02d}']}) ended DEAD_LETTER"
-            assert await new_states(db, child) == ["WAITING", "CANCELLED"]
+            assert await moves(db, child) == ["WAITING", "CANCELLED"]
+            assert await new_states(db, child) == ["CANCELLED"]
             assert await scalar(db, "SELECT count(*) FROM job_events WHERE execution_id = :id "
                                     "AND type = 'execution.cancelled'", id=child) == 1
     await assert_settled(db)

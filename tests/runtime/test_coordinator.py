@@ -165,6 +165,7 @@ async def test_dead_node_recovery_retries_dead_letters_and_abandons_cron(db):
     await sql(db, STALE_HEARTBEAT, node=DEAD)
     await sql(db, FRESH_HEARTBEAT, node="live-node-y")
     await sql(db, STALE_HEARTBEAT, node="scanner-z")  # even a stale self is never "dead" to itself
+    claimed_at = (await row(db, retry)).started_at  # the claim writes no event row (DESIGN §8)
 
     report = await scanner(db).recover_dead_nodes()
     assert report.recovered == 3 and report.forgotten == [DEAD]
@@ -175,23 +176,24 @@ async def test_dead_node_recovery_retries_dead_letters_and_abandons_cron(db):
     [(due,)] = await sql(db, "SELECT scheduled_at <= now() FROM job_executions WHERE id = :id", id=retry)
     assert due
     trail = await history(db, retry)
-    assert [(e["new_state"], e["attempt"]) for e in trail] == [
-        ("ENQUEUED", 0), ("PROCESSING", 0), ("ABANDONED", 0), ("ENQUEUED", 1)]
-    assert trail[2]["error_type"] == "abandoned_node"
-    assert trail[2]["started_at"] == trail[1]["started_at"] is not None
+    # The insert and the claim write no event row (DESIGN §8): the abandonment is the first, and it
+    # names the start of the attempt it ends.
+    assert [(e["new_state"], e["attempt"]) for e in trail] == [("ABANDONED", 0), ("ENQUEUED", 1)]
+    assert trail[0]["error_type"] == "abandoned_node"
+    assert claimed_at is not None and datetime.fromisoformat(trail[0]["started_at"]) == claimed_at
 
     dead = await row(db, spent)
     assert (dead.state, dead.attempt, dead.error_type) == ("DEAD_LETTER", 0, "abandoned_node")
-    assert (await events(db, spent))[2:] == [("ABANDONED", 0), ("DEAD_LETTER", 0)]
+    assert await events(db, spent) == [("ABANDONED", 0), ("DEAD_LETTER", 0)]
 
     abandoned = await row(db, cron)
     assert (abandoned.state, abandoned.attempt, abandoned.error_type) == ("ABANDONED", 0, "abandoned_node")
-    assert (await events(db, cron))[2:] == [("ABANDONED", 0)]
+    assert await events(db, cron) == [("ABANDONED", 0)]
 
     for untouched, node in ((live, "live-node-y"), (mine, "scanner-z")):
         held = await row(db, untouched)
         assert (held.state, held.attempt, held.locked_by) == ("PROCESSING", 0, node)
-        assert await events(db, untouched) == [("ENQUEUED", 0), ("PROCESSING", 0)]
+        assert await events(db, untouched) == []  # neither its insert nor its claim wrote one
     assert await heartbeat_rows(db) == {"live-node-y", "scanner-z"}
 
     # Nothing left to do: a second scan changes nothing.
@@ -218,7 +220,8 @@ async def test_racing_scanners_end_each_attempt_exactly_once(db):
         FROM job_executions e JOIN job_events v ON v.execution_id = e.id
         GROUP BY e.id""")
     assert len(counts) == len(ids)
-    assert all((abandoned, enqueued, total) == (1, 1, 4) for _, abandoned, enqueued, total in counts)
+    # One ABANDONED and one ENQUEUED each, and nothing else (the insert and the claim write none).
+    assert all((abandoned, enqueued, total) == (1, 1, 2) for _, abandoned, enqueued, total in counts)
     assert DEAD not in await heartbeat_rows(db)
 
 
@@ -267,7 +270,7 @@ async def test_an_orphan_without_a_heartbeat_row_is_recovered(db):
     assert report.recovered == 1
     recovered = await row(db, orphan)
     assert (recovered.state, recovered.attempt, recovered.error_type) == ("ENQUEUED", 1, "abandoned_node")
-    assert (await events(db, orphan))[2:] == [("ABANDONED", 0), ("ENQUEUED", 1)]
+    assert await events(db, orphan) == [("ABANDONED", 0), ("ENQUEUED", 1)]
     assert (await row(db, mine)).state == "PROCESSING"
     assert await heartbeat_rows(db) == set()
 
@@ -307,9 +310,10 @@ async def test_a_silent_accepted_attempt_is_abandoned_at_its_deadline_and_retrie
             first, second = handler.received
             assert (first["attempt"], second["attempt"]) == (0, 1)
             trail = await history(db, job["id"])
-            assert [(e["new_state"], e["attempt"]) for e in trail[:5]] == [
-                ("ENQUEUED", 0), ("PROCESSING", 0), ("ABANDONED", 0), ("ENQUEUED", 1), ("PROCESSING", 1)]
-            assert trail[2]["error_type"] == "abandoned_deadline"
+            # The insert and the claims write no event row (DESIGN §8); the second claim is the
+            # second call the handler received.
+            assert [(e["new_state"], e["attempt"]) for e in trail[:2]] == [("ABANDONED", 0), ("ENQUEUED", 1)]
+            assert trail[0]["error_type"] == "abandoned_deadline"
 
             stale = await complete(api, first, outcome="succeeded", result="old")
             assert stale.status_code == 409
@@ -335,9 +339,8 @@ async def test_deadlines_spend_attempts_into_dead_letter_and_a_late_success_wins
         job = await enqueue(api, handler="quiet", timeout_seconds=0.5, max_attempts=2)
         dead = await wait_for_state(api, job["id"], "DEAD_LETTER")
         assert (dead["attempt"], dead["error_type"]) == (1, "abandoned_deadline")
-        assert await events(db, job["id"]) == [
-            ("ENQUEUED", 0), ("PROCESSING", 0), ("ABANDONED", 0), ("ENQUEUED", 1), ("PROCESSING", 1),
-            ("ABANDONED", 1), ("DEAD_LETTER", 1)]
+        assert await events(db, job["id"]) == [  # the insert and the claims write none (DESIGN §8)
+            ("ABANDONED", 0), ("ENQUEUED", 1), ("ABANDONED", 1), ("DEAD_LETTER", 1)]
         assert [r["attempt"] for r in handler.received] == [0, 1]
 
         assert (await complete(api, handler.received[0], outcome="succeeded")).status_code == 409
@@ -429,7 +432,8 @@ async def test_heartbeats_keep_an_accepted_attempt_alive_past_its_timeout(jobwir
         assert len(answers) >= 8 and not any(answers)
         done = await complete(api, sent, outcome="succeeded", result=1)
         assert done.json()["state"] == "SUCCEEDED"
-    assert await events(db, job["id"]) == [("ENQUEUED", 0), ("PROCESSING", 0), ("SUCCEEDED", 0)]
+    assert len(handler.received) == 1  # never abandoned and dispatched again
+    assert await events(db, job["id"]) == [("SUCCEEDED", 0)]  # the insert and the claim write none
 
 
 async def test_max_duration_caps_an_attempt_despite_heartbeats(jobwire, handler, db):
@@ -447,7 +451,7 @@ async def test_max_duration_caps_an_attempt_despite_heartbeats(jobwire, handler,
     assert (dead["state"], dead["error_type"]) == ("DEAD_LETTER", "abandoned_deadline")
     started, deadline = (datetime.fromisoformat(dead[k]) for k in ("started_at", "deadline_at"))
     assert abs((deadline - started).total_seconds() - 1.2) < 1e-3  # capped at started_at + max_duration
-    assert (await events(db, job["id"]))[-2:] == [("ABANDONED", 0), ("DEAD_LETTER", 0)]
+    assert await events(db, job["id"]) == [("ABANDONED", 0), ("DEAD_LETTER", 0)]  # no insert's, no claim's
 
 
 # --- 8. cancelling running work --------------------------------------------------------------
@@ -470,7 +474,7 @@ async def test_cancelling_accepted_work_is_reported_to_the_handler_and_wins_over
     assert late.status_code == 200
     assert (late.json()["state"], late.json()["result"]) == ("CANCELLED", None)
     assert (await current(api, job["id"]))["state"] == "CANCELLED"
-    assert await events(db, job["id"]) == [("ENQUEUED", 0), ("PROCESSING", 0), ("CANCELLED", 0)]
+    assert await events(db, job["id"]) == [("CANCELLED", 0)]  # the insert and the claim write none
 
 
 # --- 9. a trickling handler ------------------------------------------------------------------
@@ -523,7 +527,7 @@ async def test_shutdown_abandons_a_call_still_open_after_the_grace_and_forgets_t
     left = await row(db, job["id"])
     assert (left.state, left.attempt, left.error_type) == ("ENQUEUED", 1, "abandoned_shutdown")
     assert left.locked_by is None
-    assert (await events(db, job["id"]))[2:] == [("ABANDONED", 0), ("ENQUEUED", 1)]
+    assert await events(db, job["id"]) == [("ABANDONED", 0), ("ENQUEUED", 1)]
     assert await heartbeat_rows(db) == set()
 
 
@@ -542,5 +546,6 @@ async def test_shutdown_lets_a_short_call_finish_during_the_drain(jobwire, handl
 
     done = await row(db, job["id"])
     assert (done.state, done.attempt, done.result) == ("SUCCEEDED", 0, "drained")
-    assert await events(db, job["id"]) == [("ENQUEUED", 0), ("PROCESSING", 0), ("SUCCEEDED", 0)]
+    assert len(handler.received) == 1
+    assert await events(db, job["id"]) == [("SUCCEEDED", 0)]  # the insert and the claim write none
     assert await heartbeat_rows(db) == set()

@@ -66,7 +66,7 @@ async def test_sync_success_stores_result_and_is_signed_per_standard_webhooks(ap
     headers = handler.headers[0]
     assert headers["webhook-id"] == job["id"] and headers["jobwire-attempt"] == "0"
     Webhook(secret).verify(handler.bodies[0], {k.lower(): v for k, v in headers.items()})
-    assert await events(db, job["id"]) == [("ENQUEUED", 0), ("PROCESSING", 0), ("SUCCEEDED", 0)]
+    assert await events(db, job["id"]) == [("SUCCEEDED", 0)]  # the insert and the claim write none (DESIGN §8)
 
 
 async def test_a_202_is_completed_by_the_callback_and_a_duplicate_is_a_no_op(api, handler):
@@ -99,17 +99,18 @@ async def test_a_failed_attempt_is_retried_then_succeeds_with_its_events(api, ha
     failed_attempt = (await api.get(f"/v1/executions/{job['id']}/attempts")).json()["items"][0]
     assert failed_attempt["error_type"] == "http_status" and "HTTP 500" in failed_attempt["error"]
     assert "\x00" not in failed_attempt["error"]
-    assert await events(db, job["id"]) == [
-        ("ENQUEUED", 0), ("PROCESSING", 0), ("FAILED", 0), ("ENQUEUED", 1), ("PROCESSING", 1), ("SUCCEEDED", 1),
-    ]
+    # The insert and the claims write no event row (DESIGN §8): the handler's calls are the claims.
+    assert await events(db, job["id"]) == [("FAILED", 0), ("ENQUEUED", 1), ("SUCCEEDED", 1)]
     assert [r["attempt"] for r in handler.received] == [0, 1]
 
     async with db.transaction() as conn:
-        history = await ExecutionRepository().events(conn, UUID(job["id"]))
-    processing, failed = history[1], history[2]
-    assert failed["started_at"] == processing["started_at"] is not None  # the attempt that ended
-    assert failed["completed_at"] is not None
-    assert history[3]["started_at"] is None and history[3]["completed_at"] is None  # re-enqueued
+        failed, requeued, succeeded = await ExecutionRepository().events(conn, UUID(job["id"]))
+    # Each outcome names the start of the attempt it ended: the last, the start its claim gave the row.
+    assert failed["started_at"] is not None and failed["completed_at"] is not None
+    assert requeued["started_at"] is None and requeued["completed_at"] is None  # re-enqueued
+    started = datetime.fromisoformat(succeeded["started_at"])
+    assert started == datetime.fromisoformat(done["started_at"])
+    assert datetime.fromisoformat(failed["started_at"]) < started
 
 
 async def test_spent_attempts_end_in_dead_letter(api, handler, db):
@@ -118,7 +119,8 @@ async def test_spent_attempts_end_in_dead_letter(api, handler, db):
     dead = await wait_for_state(api, job["id"], "DEAD_LETTER")
     assert dead["attempt"] == 2 and dead["error_type"] == "http_status"
     assert len(dead["last_error"]) < 2100  # truncated
-    assert (await events(db, job["id"]))[-2:] == [("FAILED", 2), ("DEAD_LETTER", 2)]
+    assert await events(db, job["id"]) == [  # the whole trail: the insert and the claims write none
+        ("FAILED", 0), ("ENQUEUED", 1), ("FAILED", 1), ("ENQUEUED", 2), ("FAILED", 2), ("DEAD_LETTER", 2)]
     assert len(handler.received) == 3
 
 
@@ -158,7 +160,7 @@ async def test_a_call_open_at_its_deadline_is_abandoned_and_a_late_success_still
     job = await enqueue(api, handler="hangs", timeout_seconds=0.3, max_attempts=1)
     dead = await wait_for_state(api, job["id"], "DEAD_LETTER")
     assert dead["error_type"] == "abandoned_deadline"
-    assert (await events(db, job["id"]))[-2:] == [("ABANDONED", 0), ("DEAD_LETTER", 0)]
+    assert await events(db, job["id"]) == [("ABANDONED", 0), ("DEAD_LETTER", 0)]  # no insert's, no claim's
 
     # The handler's work did finish: a success for this attempt overrides an abandoned dead letter.
     late = await complete(api, handler.received[0], outcome="succeeded", result={"late": True})
@@ -320,4 +322,6 @@ async def test_concurrent_success_callbacks_each_apply_once_and_duplicates_are_n
         assert stored in ({"from": "a"}, {"from": "b"})
         told = [r.json()["result"] for r in replies if r.json()["id"] == sent["execution_id"]]
         assert told == [stored, stored]
-        assert await events(db, sent["execution_id"]) == [("ENQUEUED", 0), ("PROCESSING", 0), ("SUCCEEDED", 0)]
+        assert await events(db, sent["execution_id"]) == [("SUCCEEDED", 0)]  # one success; no insert's, no claim's
+    # Each job claimed and called once (the claim writes no event row to count: DESIGN §8).
+    assert len({sent["execution_id"] for sent in handler.received}) == len(handler.received) == 20

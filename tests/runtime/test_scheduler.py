@@ -250,6 +250,8 @@ async def test_fire_at_stays_exact_through_a_retry_and_metadata_reaches_the_hand
     done = next(r for r in await cron_rows(db, "retrying") if r["state"] == "SUCCEEDED")
     assert done["attempt"] == 1 and done["fire_at"].microsecond == 0
     assert done["scheduled_at"] > done["fire_at"]  # the retry moved scheduled_at, never fire_at
+    # A cron fire is inserted by schedule_fire (app/db/sql/schedules.sql), not jobwire_enqueue, and
+    # that insert still writes its ENQUEUED event row (revision 20261203_0021 left it as it was).
     events = await sql(db, "SELECT event FROM job_events WHERE execution_id = :id ORDER BY id", id=done["id"])
     first = events[0][0]
     assert first["new_state"] == "ENQUEUED" and first["job_type"] == "CRON"

@@ -5,10 +5,10 @@
 
 -- name: executions_insert
 -- Insert a batch of DELAYED jobs through jobwire_enqueue(jobs jsonb) (app/db/sql/functions), the
--- one insert path the API shares with applications: validation, defaults, idempotency keys, the
--- ENQUEUED events and the NOTIFY all happen there. One row per item in input order (ord); created
--- is false where an idempotency key returned an execution stored before. A job it inserts is in no
--- workflow (yet): the function's result has no workflow columns.
+-- one insert path the API shares with applications: validation, defaults, idempotency keys and
+-- the NOTIFY all happen there (the insert writes no event row: DESIGN §8). One row per item in
+-- input order (ord); created is false where an idempotency key returned an execution stored
+-- before. A job it inserts is in no workflow (yet): the function's result has no workflow columns.
 SELECT ord, created, $COLUMNS
 FROM (SELECT f.*, CAST(NULL AS uuid) AS workflow_id, CAST(NULL AS text) AS workflow_ref
       FROM jobwire_enqueue(CAST(:jobs AS jsonb)) AS f) AS enqueued
@@ -27,8 +27,8 @@ SELECT EXISTS (SELECT 1 FROM job_executions WHERE idempotency_key = :key)
 -- name: executions_claim
 -- The dispatcher's claim: jobwire_claim (app/db/sql/functions/jobwire_claim.sql) takes the advisory
 -- locks (stateful queues, limited handlers) and then claims up to :n due jobs, best first, marking
--- them PROCESSING with their events; one statement, so on its own it is one round trip. :queues NULL
--- claims from every queue. The JSON documents come as text, to be embedded in the request body
+-- them PROCESSING (no event row: DESIGN §8); one statement, so on its own it is one round trip.
+-- :queues NULL claims from every queue. The JSON documents come as text, to be embedded in the request body
 -- as they are (no decoding and encoding again on the way to the handler).
 SELECT id, job_id, job_type, handler, queue, attempt, max_attempts, CAST(payload AS text) AS payload,
        CAST(parameters AS text) AS parameters, CAST(metadata AS text) AS metadata, scheduled_at,
@@ -368,7 +368,8 @@ WITH p AS (
 SELECT $COLUMNS FROM u
 
 -- name: events_for_execution
--- Every event row of an execution, typed or not (the whole trail, inserts and claims included).
+-- Every event row of an execution, typed or not, oldest first (the insert and the claims write
+-- none: DESIGN §8).
 SELECT id, event, occurred_at FROM job_events WHERE execution_id = :id ORDER BY id
 
 -- name: execution_attempts

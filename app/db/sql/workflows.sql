@@ -47,11 +47,11 @@ FOR SHARE
 SELECT $workflow_columns FROM job_workflows w WHERE w.id = :id FOR NO KEY UPDATE
 
 -- name: workflow_enqueue
--- The jobs of a workflow inserted through jobwire_enqueue (its checks, defaults, events and NOTIFY)
--- with their workflow columns: :refs and :policies by position, and for each with parents
+-- The jobs of a workflow inserted through jobwire_enqueue (its checks, defaults and NOTIFY) with
+-- their workflow columns: :refs and :policies by position, and for each with parents
 -- (:pending set) WAITING with that many parents unfinished (workflow_settle then enqueues those
 -- with none, or cancels those a failed parent dooms), and :spawned_by, the parent that spawned
--- them (POST {callback.url}/children), or NULL. One event each, of the state it starts in.
+-- them (POST {callback.url}/children), or NULL. No event row (DESIGN §8).
 -- The rows are new (this transaction's): no trigger runs, workflow_account counts them.
 SELECT f.ord, f.created, f.id, f.state
 FROM jobwire_enqueue(CAST(:jobs AS jsonb), CAST(:workflow AS uuid), CAST(:refs AS text[]),

@@ -1,8 +1,7 @@
 -- The dispatcher's whole claim in one round trip: up to `n` due jobs, best first (priority DESC,
 -- scheduled_at), SKIP LOCKED, marked PROCESSING with their deadline (no event row: DESIGN §8, the
 -- attempt's start and node travel in its outcome's row, and the live row shows the attempt in
--- flight); their
--- handler's URL, its active signing secrets (newest first; handler_secret, the newest, for a
+-- flight); their handler's URL, its active signing secrets (newest first; handler_secret, the newest, for a
 -- caller that signs with one) and the seconds left before the deadline come with them. locked_by
 -- and claimed_by name the claiming node: locked_by while its call is in flight (a 202 clears
 -- it), claimed_by until the next claim (the attempt history names the node of each attempt).

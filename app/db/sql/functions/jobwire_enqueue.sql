@@ -1,6 +1,7 @@
 -- Enqueue a JSON array of jobs, set-based, exactly as POST /v1/jobs and /v1/jobs/batch do (they
 -- call it too): the same validation, defaults, stateful handlers, idempotency keys and NOTIFY (no
--- event row for the insert: DESIGN §8; the first event of an execution is its first outcome). An application sharing the database calls it on its own connection, so the
+-- event row for the insert: DESIGN §8; an execution's first row is its first outcome, suspension
+-- or user action). An application sharing the database calls it on its own connection, so the
 -- job commits or rolls back with its business data (the outbox pattern; README, "Transactional
 -- enqueue"). One row per input item, `ord` its zero-based position; `created` is false where an
 -- idempotency key returned an execution stored before. Invalid input raises SQLSTATE 22023 with
@@ -139,7 +140,7 @@ BEGIN
         ON CONFLICT (handler) DO UPDATE SET keyed = true;
     END IF;
 
-    -- 3. Insert, with one ENQUEUED event each. A stored idempotency key inserts nothing (a
+    -- 3. Insert (no event row: DESIGN §8). A stored idempotency key inserts nothing (a
     --    concurrent insert of the same key is waited for: the unique index decides). Rows go in
     --    in the order of their keys, so two calls naming the same keys in any order wait for
     --    each other instead of deadlocking (each would hold a key the other waits for).

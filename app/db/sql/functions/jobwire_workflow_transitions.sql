@@ -15,9 +15,10 @@
 --    CANCELLED, every WAITING descendant reached through children whose policy is `cancel` is
 --    CANCELLED (error_type dependency_failed, naming its parent that failed), however deep. Then
 --    each WAITING child counts its parents that ended; at none left it is ENQUEUED (due at once,
---    or at its own run_at; no event row, as for an insert: DESIGN §8). A job that stops being terminal (a retry) counts again for its WAITING
---    children. A child's count is written under its row lock: two parents of one child ending at
---    once on two nodes queue on it, and the second sees the first's count (one enqueues it).
+--    or at its own run_at; no event row, as for an insert: DESIGN §8). A job that stops being
+--    terminal (a retry) counts again for its WAITING children. A child's count is written under
+--    its row lock: two parents of one child ending at once on two nodes queue on it, and the
+--    second sees the first's count (one enqueues it).
 -- 3. the parents of spawned jobs that became terminal (POST {callback.url}/children): one WAITING
 --    for all its children (suspend `children: "all"`) with none unfinished now is resumed in this
 --    transaction (reason `children`: ENQUEUED, due now, the same attempt, its event, a NOTIFY).
