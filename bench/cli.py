@@ -73,6 +73,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--dashboard-requests", type=int, default=20,
                    help="dashboard: requests per page, with --history-rows rows of history (default 20)")
     p.add_argument("--skip-peers", action="store_true", help="no PgQueuer, Procrastinate or pgbench")
+    p.add_argument("--skip-scale", action="store_true",
+                   help="no scale steps (the usual steps and the peers only: about 10 minutes)")
     p.add_argument("--quick", action="store_true", help="a smoke run: 1 run, 1,000 jobs, small claim table")
     p.add_argument("--only", default=None,
                    help="comma-separated Jobwire steps to run (of: " + ", ".join(STEPS + SCALE_STEPS) +
@@ -107,7 +109,7 @@ def log(msg: str) -> None:
 
 
 def wanted(args: argparse.Namespace, step: str) -> bool:
-    if step in SCALE_STEPS and args.baseline:
+    if step in SCALE_STEPS and (args.baseline or args.skip_scale):
         return False  # judged against their own targets, on the current checkout only
     return args.only is None or step in args.only
 
