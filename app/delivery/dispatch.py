@@ -173,7 +173,11 @@ def _success(reply: Reply) -> Outcome:
             return Outcome(OutcomeKind.FAILED, error=str(exc), error_type=ErrorType.HANDLER_FAILED,
                            http_status=status)
         return Outcome(OutcomeKind.SUSPENDED, suspend=spec, http_status=status)
-    result = document.get("result") if isinstance(document, dict) else None
+    return _succeeded(document.get("result") if isinstance(document, dict) else None, status)
+
+
+def _succeeded(result: Any, status: int) -> Outcome:
+    """A success with `result`, or a failure when the result cannot be stored."""
     try:
         check_storable(result, "result")
     except UnstorableJson as exc:
@@ -331,13 +335,7 @@ def _batch_outcome(item: dict[str, Any], status: int) -> Outcome:
     string) and `retryable` (default true)."""
     outcome = item.get("outcome")
     if outcome == "succeeded":
-        result = item.get("result")
-        try:
-            check_storable(result, "result")
-        except UnstorableJson as exc:
-            return Outcome(OutcomeKind.FAILED, error=f"the reply's result cannot be stored: {exc.path}: {exc.message}",
-                           error_type=ErrorType.HANDLER_FAILED, http_status=status)
-        return Outcome(OutcomeKind.SUCCEEDED, result=result, http_status=status)
+        return _succeeded(item.get("result"), status)
     if outcome != "failed":
         return Outcome(OutcomeKind.FAILED, error=error_text(f"unknown outcome {str(outcome)[:100]!r} in the batch "
                                                             "reply (succeeded or failed)"),
