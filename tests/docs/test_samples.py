@@ -131,10 +131,15 @@ def test_the_pages_samples_run_against_a_live_node(page: str, dev_node, tmp_path
     env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", JOBWIRE_URL=f"http://127.0.0.1:{port}")
     output = tmp_path / "output.txt"  # a file, not a pipe: a handler left in the background keeps a pipe open
     with output.open("wb") as out:
-        shell = subprocess.Popen(["bash", "-euo", "pipefail", "-c", script.bash()], cwd=tmp_path, env=env,
+        # Each command the samples ran is traced to trace.txt (not to the output: a failure shows where it stood).
+        traced = "exec 9>trace.txt\nBASH_XTRACEFD=9\nset -x\n" + script.bash()
+        shell = subprocess.Popen(["bash", "-euo", "pipefail", "-c", traced], cwd=tmp_path, env=env,
                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    timed_out = False
     try:
         shell.wait(timeout=180)
+    except subprocess.TimeoutExpired:
+        timed_out = True  # said below with what the samples printed and the node's log
     finally:
         try:  # every background process the samples started (a handler with `&`)
             os.killpg(shell.pid, signal.SIGKILL)
@@ -142,5 +147,8 @@ def test_the_pages_samples_run_against_a_live_node(page: str, dev_node, tmp_path
             pass
         if shell.poll() is None:
             shell.wait()
-    assert shell.returncode == 0, (f"{page}: the samples failed:\n{output.read_text()}\n"
-                                   f"--- jobwire dev ---\n{log.read_text()[-3000:]}")
+    trace = tmp_path / "trace.txt"
+    assert shell.returncode == 0 and not timed_out, (
+        f"{page}: the samples {'did not end within 180 s' if timed_out else 'failed'}:\n{output.read_text()}\n"
+        f"--- the last commands ---\n{trace.read_text()[-2000:] if trace.exists() else ''}\n"
+        f"--- jobwire dev ---\n{log.read_text()[-3000:]}")
