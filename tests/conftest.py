@@ -39,6 +39,15 @@ hypothesis_settings.register_profile("ci", max_examples=200, deadline=None, dera
 hypothesis_settings.register_profile("deep", max_examples=20_000, deadline=None, database=None)
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A worker of pytest-xdist (the suite runs in several: pyproject.toml) starts with COLUMNS=80
+    and LINES=24 in its environment, which a one-process run does not have: the CLI's tables, run
+    in the worker or in a process it starts, would wrap at 80 columns. The worker drops them."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for name in ("COLUMNS", "LINES"):
+            os.environ.pop(name, None)
+
 TABLES = ("job_logs", "job_steps", "job_events", "job_executions", "job_schedule_fires", "job_schedules",
           "job_handler_secrets", "job_keys", "job_handler_flow", "job_debounce", "job_handlers", "job_queues",
           "job_server_heartbeats", "job_api_keys", "job_event_deliveries", "job_subscription_secrets",
