@@ -5,6 +5,7 @@ server (uvicorn on loopback) and a real handler server (aiohttp on loopback)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import secrets
 import shutil
@@ -53,6 +54,30 @@ TABLES = ("job_logs", "job_steps", "job_events", "job_executions", "job_schedule
           "job_server_heartbeats", "job_api_keys", "job_event_deliveries", "job_subscription_secrets",
           "job_subscriptions", "job_dependencies", "job_signals", "job_waits", "job_workflow_deltas",
           "job_workflows")
+
+
+@pytest.fixture
+def logging_restored() -> Iterator[None]:
+    """Puts back what app.logging_setup.configure changes, for a test that runs it in this process
+    (directly, or through a command such as `jobwire openapi`): the root logger's handlers and
+    level, and the level, handlers and propagation of each logger it sets (alembic's among them:
+    left at WARNING, it would hide the migrations' steps from a later test's caplog)."""
+    from app import logging_setup
+
+    root = logging.getLogger()
+    names = (*logging_setup.JOBWIRE_LOGGERS, *logging_setup.UVICORN_LOGGERS, *logging_setup.NOISY_LOGGERS)
+    saved_root = (list(root.handlers), root.level)
+    saved = {n: (logging.getLogger(n).level, list(logging.getLogger(n).handlers), logging.getLogger(n).propagate)
+             for n in names}
+    yield
+    logging.captureWarnings(False)
+    root.handlers[:] = saved_root[0]
+    root.setLevel(saved_root[1])
+    for name, (level, handlers, propagate) in saved.items():
+        logger = logging.getLogger(name)
+        logger.setLevel(level)
+        logger.handlers[:] = handlers
+        logger.propagate = propagate
 
 
 def free_port() -> int:

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint
 from pathlib import Path
@@ -160,24 +159,14 @@ def test_an_entry_point_that_cannot_load_costs_only_its_own_command() -> None:
     assert parser.parse_args(["openapi", "--output", "x.json"]).output == "x.json"
 
 
-@pytest.fixture
-def logging_kept() -> Iterator[None]:
-    """`jobwire openapi` in this process points the root logger at the captured stderr: put back
-    the handlers it replaced, before that stream is closed."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-
-
 async def test_a_broken_plugin_is_one_line_on_stderr_and_the_others_still_run(
         cli: Callable[..., Awaitable[Done]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-        logging_kept: None) -> None:
+        logging_restored: None) -> None:
     installed = [EntryPoint("gone", "no_such_module_anywhere:command", GROUP),
                  EntryPoint("openapi", "app.cli:openapi_command", GROUP),
                  EntryPoint("sleepy", f"{__name__}:interrupted_command", GROUP)]
     monkeypatch.setattr("jobwire.cli.plugins.entry_points", lambda group: installed if group == GROUP else [])
+    # `jobwire openapi` in this process configures logging (logging_restored puts it back)
     done = await cli("openapi", "--output", str(tmp_path / "openapi.json"))
     assert done.status == 0 and (tmp_path / "openapi.json").exists()
     [line] = done.err.splitlines()

@@ -27,13 +27,8 @@ class Kind(StrEnum):
 
 
 @pytest.fixture
-def configured() -> Iterator[object]:
-    """Runs logging_setup.configure into a buffer, then puts the logging configuration back."""
-    root = logging.getLogger()
-    names = (*logging_setup.JOBWIRE_LOGGERS, *logging_setup.UVICORN_LOGGERS, *logging_setup.NOISY_LOGGERS)
-    saved = (list(root.handlers), root.level,
-             {n: (logging.getLogger(n).level, list(logging.getLogger(n).handlers), logging.getLogger(n).propagate)
-              for n in names})
+def configured(logging_restored: None) -> Iterator[object]:
+    """Runs logging_setup.configure into a buffer (the logging configuration put back after)."""
 
     def configure(log_format: str, level: str = "info") -> io.StringIO:
         buffer = io.StringIO()
@@ -41,14 +36,6 @@ def configured() -> Iterator[object]:
         return buffer
 
     yield configure
-    logging.captureWarnings(False)
-    root.handlers[:] = saved[0]
-    root.setLevel(saved[1])
-    for name, (level, handlers, propagate) in saved[2].items():
-        logger = logging.getLogger(name)
-        logger.setLevel(level)
-        logger.handlers[:] = handlers
-        logger.propagate = propagate
 
 
 def attempt_failed() -> None:
