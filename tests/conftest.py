@@ -41,6 +41,15 @@ hypothesis_settings.register_profile("deep", max_examples=20_000, deadline=None,
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """On a server of the caller's (JOBWIRE_TEST_DATABASE_URL) the tests run in one process: the
+    event feed lags behind the oldest write transaction open on the whole server (docs/guides/
+    events.md), so another worker's transactions, in a database of its own, would hold back what a
+    feed test waits for. Each worker of the embedded default has a server of its own. None: as
+    many as pytest-xdist counts."""
+    return 0 if os.environ.get("JOBWIRE_TEST_DATABASE_URL") else None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """A worker of pytest-xdist (the suite runs in several: pyproject.toml) starts with COLUMNS=80
     and LINES=24 in its environment, which a one-process run does not have: the CLI's tables, run
