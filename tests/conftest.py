@@ -25,6 +25,7 @@ from aiohttp import web
 from hypothesis import settings as hypothesis_settings
 from sqlalchemy.engine import make_url
 
+from app import logging_setup
 from app.config import Settings
 from app.db.database import Database
 from app.db.connection import DatabaseConfig
@@ -58,6 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
         for name in ("COLUMNS", "LINES"):
             os.environ.pop(name, None)
 
+
 TABLES = ("job_logs", "job_steps", "job_events", "job_executions", "job_schedule_fires", "job_schedules",
           "job_handler_secrets", "job_keys", "job_handler_flow", "job_debounce", "job_handlers", "job_queues",
           "job_server_heartbeats", "job_api_keys", "job_event_deliveries", "job_subscription_secrets",
@@ -71,8 +73,6 @@ def logging_restored() -> Iterator[None]:
     (directly, or through a command such as `jobwire openapi`): the root logger's handlers and
     level, and the level, handlers and propagation of each logger it sets (alembic's among them:
     left at WARNING, it would hide the migrations' steps from a later test's caplog)."""
-    from app import logging_setup
-
     root = logging.getLogger()
     names = (*logging_setup.JOBWIRE_LOGGERS, *logging_setup.UVICORN_LOGGERS, *logging_setup.NOISY_LOGGERS)
     saved_root = (list(root.handlers), root.level)
