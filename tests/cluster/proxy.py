@@ -42,6 +42,10 @@ class CuttableProxy:
         except OSError:
             writer.close()
             return
+        if self.cut:  # cut while it connected upstream: sever() has not seen this pair
+            writer.close()
+            up_writer.close()
+            return
         self._pairs.update((writer, up_writer))
         for source, sink in ((reader, up_writer), (up_reader, writer)):
             task = asyncio.create_task(self._pipe(source, sink, (writer, up_writer)))
