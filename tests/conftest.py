@@ -75,13 +75,13 @@ def logging_restored() -> Iterator[None]:
     left at WARNING, it would hide the migrations' steps from a later test's caplog)."""
     root = logging.getLogger()
     names = (*logging_setup.JOBWIRE_LOGGERS, *logging_setup.UVICORN_LOGGERS, *logging_setup.NOISY_LOGGERS)
-    saved_root = (list(root.handlers), root.level)
+    root_handlers, root_level = list(root.handlers), root.level
     saved = {n: (logging.getLogger(n).level, list(logging.getLogger(n).handlers), logging.getLogger(n).propagate)
              for n in names}
     yield
     logging.captureWarnings(False)
-    root.handlers[:] = saved_root[0]
-    root.setLevel(saved_root[1])
+    root.handlers[:] = root_handlers
+    root.setLevel(root_level)
     for name, (level, handlers, propagate) in saved.items():
         logger = logging.getLogger(name)
         logger.setLevel(level)
