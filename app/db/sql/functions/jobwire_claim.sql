@@ -371,8 +371,10 @@ BEGIN
                                                WHERE h.name = k.handler) AS float8))
                                      THEN k.rate_window_start ELSE now() END,
             updated_at = now()
-    ), secrets AS (
+    ), secrets AS MATERIALIZED (
         -- The handlers' active signing secrets, newest first: one lookup per handler, not per row.
+        -- Materialized: inlined, the generic plan (which expects one claimed row) joined it by a
+        -- nested loop that ran it again for each claimed row, sorting them all each time.
         SELECT x.handler, array_agg(x.secret ORDER BY x.created_at DESC, x.id DESC) AS secrets
         FROM job_handler_secrets x
         WHERE x.handler IN (SELECT DISTINCT u.handler FROM u) AND (x.expires_at IS NULL OR x.expires_at > now())
@@ -388,7 +390,9 @@ BEGIN
            -- direct parents by ref, their results inlined while they total at most 256 KiB as JSON text,
            -- else every `result` left out (GET {callback.url}/parents pages through them). A subquery
            -- per such job, in this statement: a function call each cost twice as much in the claim
-           -- of 1,000 workflow jobs. A job outside workflows runs none.
+           -- of 1,000 workflow jobs. A job outside workflows runs none. Each parent is read by its
+           -- key (OFFSET 0 keeps the lookup apart): joined, the generic plan, made while
+           -- job_executions was small, hashed a scan of the whole table for each claimed job.
            CASE WHEN u.workflow_id IS NOT NULL THEN jsonb_build_object(
                'id', u.workflow_id, 'ref', u.workflow_ref,
                'parents', COALESCE((SELECT jsonb_object_agg(
@@ -396,9 +400,12 @@ BEGIN
                                                       || CASE WHEN x.total <= 262144
                                                               THEN jsonb_build_object('result', x.result)
                                                               ELSE CAST('{}' AS jsonb) END)
-                                    FROM (SELECT p.workflow_ref AS ref, p.id, p.state, p.result,
+                                    FROM (SELECT p.ref, p.id, p.state, p.result,
                                                  sum(COALESCE(octet_length(CAST(p.result AS text)), 4)) OVER () AS total
-                                          FROM job_dependencies d JOIN job_executions p ON p.id = d.parent_id
+                                          FROM job_dependencies d
+                                          CROSS JOIN LATERAL (SELECT pe.workflow_ref AS ref, pe.id, pe.state, pe.result
+                                                              FROM job_executions pe WHERE pe.id = d.parent_id
+                                                              OFFSET 0) AS p
                                           WHERE d.child_id = u.id) AS x), CAST('{}' AS jsonb))) END,
            -- A job that suspended: its steps, and its `resume` when this attempt was resumed.
            CASE WHEN u.suspensions IS NOT NULL THEN jobwire_resume_context(u.id, u.attempt) END,
