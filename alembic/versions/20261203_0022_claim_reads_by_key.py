@@ -9,7 +9,7 @@ parameters, and often while the tables are small) had turned two lookups into re
 - the handlers' signing secrets are a materialized CTE, read once per claim. Inlined, the generic
   plan (one claimed row expected) ran it again, sorting the claimed rows each time, for every
   claimed row: quadratic in the claim's size, for every job, in or out of a workflow.
-tests/db/test_claim_plans.py counts the scans with the generic plans forced. Same function, so
+tests/db/test_plans_by_key.py counts the scans with the generic plans forced. Same function, so
 CREATE OR REPLACE; its whole new text: 20261203_0022/.
 
 Downgrade restores the function of revision 20261203_0021.

@@ -42,9 +42,13 @@ FROM jobwire_claim(:node, :n, :default_timeout, CAST(:queues AS text[]))
 -- order before they are written. Two batches over the same rows (the dispatcher's outcomes, a
 -- group of completion callbacks) then wait for each other; locked in whatever order their
 -- plans reach the rows, they could deadlock. A row already past them is not locked at all.
+-- By the primary key: `state || ''` keeps the partial indexes of PROCESSING rows out of the plan
+-- (with statistics taken before a burst of claims they look empty, and a plan through one read
+-- every row in flight for each row of the batch: a 202's release of 256 among 2,400 in flight
+-- took 424 ms).
 locked AS MATERIALIZED (
     SELECT e.id FROM job_executions e
-    WHERE e.id = ANY(CAST(:ids AS uuid[])) AND e.state = ANY(CAST(:from_states AS text[]))
+    WHERE e.id = ANY(CAST(:ids AS uuid[])) AND e.state || '' = ANY(CAST(:from_states AS text[]))
     ORDER BY e.id
     FOR UPDATE
 )
@@ -118,14 +122,14 @@ SELECT count(*) AS succeeded, (SELECT count(*) FROM wake) AS woke FROM u
 -- A 202: the handler now holds the execution, so this node lets go (locked_by cleared).
 -- Guarded on state (:from_states, PROCESSING), attempt and locked_by: the handler's callback
 -- may reach another node first. Parallel arrays, as executions_succeed (an index plan even
--- when generic).
+-- when generic), and by the primary key as in `locked`.
 WITH input AS (
     SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:attempts AS int[])) AS i(id, attempt)
 ), $locked
 UPDATE job_executions e
 SET locked_by = NULL, updated_at = now()
 FROM input JOIN locked ON locked.id = input.id
-WHERE e.id = input.id AND e.attempt = input.attempt AND e.state = ANY(CAST(:from_states AS text[]))
+WHERE e.id = input.id AND e.attempt = input.attempt AND e.state || '' = ANY(CAST(:from_states AS text[]))
   AND e.locked_by = :node
 RETURNING e.id
 
@@ -246,7 +250,7 @@ WITH input AS (
     UPDATE job_executions e
     SET state = 'ENQUEUED', started_at = NULL, deadline_at = NULL, locked_by = NULL, updated_at = now()
     FROM input JOIN locked ON locked.id = input.id
-    WHERE e.id = input.id AND e.attempt = input.attempt AND e.state = ANY(CAST(:from_states AS text[]))
+    WHERE e.id = input.id AND e.attempt = input.attempt AND e.state || '' = ANY(CAST(:from_states AS text[]))
     RETURNING $E_COLUMNS
 ), ev AS (
     INSERT INTO job_events (execution_id, event) SELECT u.id, $EVENT(u, u.state, u.attempt) FROM u
