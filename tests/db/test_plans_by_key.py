@@ -9,7 +9,9 @@ table statistics (pg_stat_xact_user_tables):
   are read once per claim, not once per claimed job (the tables as the workflow's insert left
   them, not analysed since, as for a node claiming right after a burst of enqueues);
 - a 202's release of 256 jobs among thousands in flight fetches about two rows by index per job
-  it releases (the statistics taken before the burst of claims)."""
+  it releases (the statistics taken before the burst of claims);
+- an event delivery's lease checks each candidate's earlier events by key, not by rescanning the
+  subscription's open deliveries per candidate (the statistics taken before the backlog)."""
 
 from __future__ import annotations
 
@@ -23,8 +25,10 @@ import pytest
 from app.db.database import Connection, Database
 from app.db.executions import ExecutionRepository
 from app.db.handlers import HandlerRepository
+from app.db.subscriptions import DeliveryRepository, SubscriptionRepository
 from app.domain.executions import NewJob
 from app.domain.signing import new_handler_secret
+from app.domain.subscriptions import SubscriptionSpec
 from app.domain.workflows import NewWorkflow, WorkflowJob
 from app.services.enqueue import EnqueueLimits
 from app.services.workflows import WorkflowService
@@ -127,3 +131,35 @@ async def test_a_202_release_reads_its_jobs_by_key_among_thousands_in_flight(db:
                                     "WHERE relname = 'job_executions'")
     assert sorted(released) == sorted(ids[:RELEASED])
     assert after - before < 4 * RELEASED  # about two a row: the locking read and the update
+
+
+# --- an event delivery's lease, with a backlog open --------------------------------------------
+
+OPEN = 4_000
+
+
+async def test_a_delivery_lease_finds_each_executions_earlier_events_by_key_with_thousands_open(
+        db: Database) -> None:
+    """The statistics taken while the subscription had no delivery, then 4,000 open ones (two
+    events each of 2,000 executions): a lease of 16 fetches a few rows by index per delivery it
+    leases, not every open delivery of the subscription for each (the check that no earlier event
+    of the execution is still open, as NOT EXISTS, rescanned them all per candidate)."""
+    async with db.transaction() as conn:
+        spec = SubscriptionSpec(url="http://127.0.0.1:9/e")
+        assert await SubscriptionRepository().upsert(conn, "s", spec, "whsec_" + "A" * 44, None)
+    async with db.pool.acquire() as conn:  # VACUUM runs outside a transaction
+        await conn.execute("VACUUM ANALYZE job_event_deliveries")
+    async with db.transaction() as conn:
+        await conn.execute(
+            "INSERT INTO job_event_deliveries (subscription, event_id, execution_id, type, occurred_at, data) "
+            "SELECT 's', g, md5(CAST(g % $1 AS text))::uuid, 'execution.succeeded', now(), '{}' "
+            "FROM generate_series(1, $2) AS g", OPEN // 2, OPEN)
+    async with db.transaction() as conn:
+        before = await conn.fetchval("SELECT idx_tup_fetch FROM pg_stat_xact_user_tables "
+                                     "WHERE relname = 'job_event_deliveries'")
+        leased = await DeliveryRepository().claim(conn, 16, 30.0)
+        after = await conn.fetchval("SELECT idx_tup_fetch FROM pg_stat_xact_user_tables "
+                                    "WHERE relname = 'job_event_deliveries'")
+    assert len(leased) == 16
+    assert all(d.item["id"] <= OPEN // 2 for d in leased)  # each its execution's first event
+    assert after - before < 100 * 16
