@@ -8,8 +8,8 @@ table statistics (pg_stat_xact_user_tables):
   the whole table once per claimed job: quadratic in the backlog); the handlers' signing secrets
   are read once per claim, not once per claimed job (the tables as the workflow's insert left
   them, not analysed since, as for a node claiming right after a burst of enqueues);
-- a 202's release of 256 jobs among thousands in flight fetches about two rows by index per job
-  it releases (the statistics taken before the burst of claims);
+- a 202's release, and a batch of successes, of 500 jobs among 17,000 in flight fetch about two
+  rows by index per job (the statistics taken before the burst of claims);
 - an event delivery's lease checks each candidate's earlier events by key, not by rescanning the
   subscription's open deliveries per candidate (the statistics taken before the backlog)."""
 
@@ -95,20 +95,17 @@ async def test_a_claim_of_workflow_jobs_reads_their_parents_by_key_and_the_secre
     assert sum(more(before_many, after_many, "job_handler_secrets")) == 1
 
 
-# --- a 202's release, among many calls in flight ------------------------------------------------
+# --- outcomes among many calls in flight -----------------------------------------------------
 
-BACKLOG = 10_000
-IN_FLIGHT = 2_500
-RELEASED = 256
+BACKLOG = 20_000
+IN_FLIGHT = 17_000
+BATCH = 500
 
 
-async def test_a_202_release_reads_its_jobs_by_key_among_thousands_in_flight(db: Database) -> None:
-    """The statistics taken while 10,000 jobs waited and none was in flight (a burst of enqueues,
-    before autovacuum looks again), then 2,500 of them in flight, most already handed to their
-    handler: releasing 256 more (a 202 each) fetches about as many rows by index as it releases.
-    Through the partial indexes of PROCESSING rows, which those statistics say are empty, the
-    locking read every row in flight, and on PostgreSQL 18 the update did so again for each row
-    of the batch (the bench's callback drain: 424 ms for one release of 256)."""
+async def in_flight_after_stale_statistics(db: Database, locked: int) -> list[UUID]:
+    """BACKLOG jobs enqueued and the statistics taken then (none in flight: a burst of enqueues,
+    before autovacuum looks again); then IN_FLIGHT of them claimed, the first `locked` still held
+    by node-1, the others handed to their handler (a 202). Their ids, in id order."""
     async with db.transaction() as conn:
         await HandlerRepository().upsert(conn, name="h", url="http://127.0.0.1:9/h", timeout_seconds=None,
                                          max_concurrency=None, stateful=False, new_secret=new_handler_secret())
@@ -117,20 +114,44 @@ async def test_a_202_release_reads_its_jobs_by_key_among_thousands_in_flight(db:
             "SELECT 'j' || g, 'DELAYED', 'h', 'default', 'ENQUEUED' FROM generate_series(1, $1) AS g", BACKLOG)
     async with db.pool.acquire() as conn:  # VACUUM runs outside a transaction
         await conn.execute("VACUUM ANALYZE job_executions")
-    async with db.transaction() as conn:  # claimed since, and all but the last 256 released to the handler
+    async with db.transaction() as conn:
         ids = [r["id"] for r in await conn.fetch(
             "UPDATE job_executions SET state = 'PROCESSING', attempt = 0, started_at = now(), claimed_by = 'node-1' "
             "WHERE id IN (SELECT id FROM job_executions ORDER BY id LIMIT $1) RETURNING id", IN_FLIGHT)]
         await conn.execute("UPDATE job_executions SET locked_by = 'node-1' WHERE id = ANY($1::uuid[])",
-                           ids[:RELEASED])
+                           sorted(ids)[:locked])
+    return sorted(ids)
+
+
+async def fetched_by_index(conn: Connection, table: str = "job_executions") -> int:
+    return await conn.fetchval("SELECT idx_tup_fetch FROM pg_stat_xact_user_tables WHERE relname = $1", table)
+
+
+async def test_a_202_release_reads_its_jobs_by_key_among_thousands_in_flight(db: Database) -> None:
+    """Releasing 500 jobs to their handler (a 202 each) fetches about two rows by index per job.
+    Through the partial indexes of PROCESSING rows, which the statistics say are empty, the
+    locking read every row in flight, and on PostgreSQL 18 the update did so again for each row
+    of the batch (the bench's callback drain: 424 ms for one release of 256)."""
+    ids = await in_flight_after_stale_statistics(db, locked=BATCH)
     async with db.transaction() as conn:
-        before = await conn.fetchval("SELECT idx_tup_fetch FROM pg_stat_xact_user_tables "
-                                     "WHERE relname = 'job_executions'")
-        released = await repo.release_to_handler(conn, "node-1", [(i, 0) for i in ids[:RELEASED]])
-        after = await conn.fetchval("SELECT idx_tup_fetch FROM pg_stat_xact_user_tables "
-                                    "WHERE relname = 'job_executions'")
-    assert sorted(released) == sorted(ids[:RELEASED])
-    assert after - before < 4 * RELEASED  # about two a row: the locking read and the update
+        before = await fetched_by_index(conn)
+        released = await repo.release_to_handler(conn, "node-1", [(i, 0) for i in ids[:BATCH]])
+        after = await fetched_by_index(conn)
+    assert sorted(released) == ids[:BATCH]
+    assert after - before < 4 * BATCH  # about two a row: the locking read and the update
+
+
+async def test_a_batch_of_successes_reads_its_jobs_by_key_among_thousands_in_flight(db: Database) -> None:
+    """The dispatcher's outcome batch of 500 successes fetches about two rows by index per job.
+    Through ix_job_executions_state_created, which the statistics say holds no PROCESSING row, the
+    update read all 17,000 in flight and joined each with the batch (3.8 s for one batch)."""
+    ids = await in_flight_after_stale_statistics(db, locked=BATCH)
+    async with db.transaction() as conn:
+        before = await fetched_by_index(conn)
+        succeeded = await repo.succeed_quietly(conn, [(i, 0, {"ok": True}) for i in ids[:BATCH]], "jobwire_test")
+        after = await fetched_by_index(conn)
+    assert succeeded == BATCH
+    assert after - before < 4 * BATCH
 
 
 # --- an event delivery's lease, with a backlog open --------------------------------------------
@@ -155,11 +176,9 @@ async def test_a_delivery_lease_finds_each_executions_earlier_events_by_key_with
             "SELECT 's', g, md5(CAST(g % $1 AS text))::uuid, 'execution.succeeded', now(), '{}' "
             "FROM generate_series(1, $2) AS g", OPEN // 2, OPEN)
     async with db.transaction() as conn:
-        before = await conn.fetchval("SELECT idx_tup_fetch FROM pg_stat_xact_user_tables "
-                                     "WHERE relname = 'job_event_deliveries'")
+        before = await fetched_by_index(conn, "job_event_deliveries")
         leased = await DeliveryRepository().claim(conn, 16, 30.0)
-        after = await conn.fetchval("SELECT idx_tup_fetch FROM pg_stat_xact_user_tables "
-                                    "WHERE relname = 'job_event_deliveries'")
+        after = await fetched_by_index(conn, "job_event_deliveries")
     assert len(leased) == 16
     assert all(d.item["id"] <= OPEN // 2 for d in leased)  # each its execution's first event
     assert after - before < 100 * 16

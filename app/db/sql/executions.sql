@@ -42,10 +42,11 @@ FROM jobwire_claim(:node, :n, :default_timeout, CAST(:queues AS text[]))
 -- order before they are written. Two batches over the same rows (the dispatcher's outcomes, a
 -- group of completion callbacks) then wait for each other; locked in whatever order their
 -- plans reach the rows, they could deadlock. A row already past them is not locked at all.
--- By the primary key: `state || ''` keeps the partial indexes of PROCESSING rows out of the plan
--- (with statistics taken before a burst of claims they look empty, and a plan through one read
--- every row in flight for each row of the batch: a 202's release of 256 among 2,400 in flight
--- took 424 ms).
+-- By the primary key: `state || ''` keeps the indexes on state (ix_job_executions_state_created,
+-- the partial ones of PROCESSING rows) out of the plan, here and in the writes after it. With
+-- statistics taken before a burst of claims those look empty, and a plan through one read every
+-- row in flight, once per row of the batch: a 202's release of 256 among 2,400 in flight took
+-- 424 ms, a batch of 500 successes among 17,300 in flight 3.8 s.
 locked AS MATERIALIZED (
     SELECT e.id FROM job_executions e
     WHERE e.id = ANY(CAST(:ids AS uuid[])) AND e.state || '' = ANY(CAST(:from_states AS text[]))
@@ -75,7 +76,7 @@ WITH input AS (
         locked_by = NULL, last_error = NULL, error_type = NULL
     FROM input JOIN locked ON locked.id = input.id
     WHERE e.id = input.id AND e.attempt = input.attempt
-      AND (e.state = ANY(CAST(:from_states AS text[]))
+      AND (e.state || '' = ANY(CAST(:from_states AS text[]))
            AND (e.state <> 'DEAD_LETTER' OR e.error_type LIKE 'abandoned\_%'))
     RETURNING $E_COLUMNS, e.claimed_by, input.http_status
 ), ev AS (
@@ -161,7 +162,7 @@ u AS (
         completed_at = CASE WHEN t.again THEN NULL ELSE now() END,
         last_error = :error, error_type = :error_type, locked_by = NULL, updated_at = now()
     FROM t
-    WHERE e.id = t.id AND e.attempt = t.attempt AND e.state = ANY(CAST(:from_states AS text[]))
+    WHERE e.id = t.id AND e.attempt = t.attempt AND e.state || '' = ANY(CAST(:from_states AS text[]))
       AND (NOT t.at_deadline OR e.deadline_at <= now())
     RETURNING $E_COLUMNS, t.attempt AS ended_attempt, t.started_at AS ended_started_at, e.claimed_by AS ended_node
 ), ev AS (
