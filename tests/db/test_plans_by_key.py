@@ -47,19 +47,24 @@ async def reads(conn: Connection) -> Reads:
     return {r["relname"]: (r["seq_scan"], r["idx_scan"] or 0) for r in await conn.fetch(READS)}
 
 
-def more(before: Reads, after: Reads, table: str) -> tuple[int, int, int]:
+def more(before: Reads, after: Reads, table: str) -> tuple[int, int]:
     """Sequential scans and index scans of `table` between the two readings."""
     b, a = before.get(table, (0, 0)), after.get(table, (0, 0))
     return a[0] - b[0], a[1] - b[1]
+
+
+async def handler(db: Database) -> None:
+    """The handler `h` every job here names."""
+    async with db.transaction() as conn:
+        await HandlerRepository().upsert(conn, name="h", url="http://127.0.0.1:9/h", timeout_seconds=None,
+                                         max_concurrency=None, stateful=False, new_secret=new_handler_secret())
 
 
 @pytest.fixture
 async def fan(db: Database) -> list[UUID]:
     """A root with CHILDREN children, the root claimed and succeeded: the children ENQUEUED, due.
     Their ids."""
-    async with db.transaction() as conn:
-        await HandlerRepository().upsert(conn, name="h", url="http://127.0.0.1:9/h", timeout_seconds=None,
-                                         max_concurrency=None, stateful=False, new_secret=new_handler_secret())
+    await handler(db)
     jobs = [WorkflowJob(ref="root", job=NewJob(handler="h", job_id="root", payload={}))] + [
         WorkflowJob(ref=f"c{i}", job=NewJob(handler="h", job_id=f"c{i}", payload={"i": i}), depends_on=("root",))
         for i in range(CHILDREN)]
@@ -106,9 +111,8 @@ async def in_flight_after_stale_statistics(db: Database, locked: int) -> list[UU
     """BACKLOG jobs enqueued and the statistics taken then (none in flight: a burst of enqueues,
     before autovacuum looks again); then IN_FLIGHT of them claimed, the first `locked` still held
     by node-1, the others handed to their handler (a 202). Their ids, in id order."""
+    await handler(db)
     async with db.transaction() as conn:
-        await HandlerRepository().upsert(conn, name="h", url="http://127.0.0.1:9/h", timeout_seconds=None,
-                                         max_concurrency=None, stateful=False, new_secret=new_handler_secret())
         await conn.execute(
             "INSERT INTO job_executions (job_id, job_type, handler, queue, state) "
             "SELECT 'j' || g, 'DELAYED', 'h', 'default', 'ENQUEUED' FROM generate_series(1, $1) AS g", BACKLOG)

@@ -161,7 +161,7 @@ u AS (
         deadline_at = CASE WHEN t.again THEN NULL ELSE e.deadline_at END,
         completed_at = CASE WHEN t.again THEN NULL ELSE now() END,
         last_error = :error, error_type = :error_type, locked_by = NULL, updated_at = now()
-    FROM t
+    FROM t  -- by the primary key, as in `locked` (state || '')
     WHERE e.id = t.id AND e.attempt = t.attempt AND e.state || '' = ANY(CAST(:from_states AS text[]))
       AND (NOT t.at_deadline OR e.deadline_at <= now())
     RETURNING $E_COLUMNS, t.attempt AS ended_attempt, t.started_at AS ended_started_at, e.claimed_by AS ended_node
