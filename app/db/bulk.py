@@ -9,13 +9,14 @@ from importlib import resources
 from uuid import UUID
 
 from app.db.database import Connection
+from app.db.executions import job_id_condition
 from app.db.queries import parse
 from app.db.statements import fetch, fetchval
 from app.domain.executions import ListFilter
 from app.domain.states import JobState
 
 _Q = parse((resources.files("app.db") / "sql" / "bulk.sql").read_text(encoding="utf-8"))
-_FILTERS = ("state", "queue", "handler", "job_id")
+_FILTERS = ("state", "queue", "handler")
 
 
 class BulkRepository:
@@ -42,6 +43,10 @@ class BulkRepository:
             if value is not None:
                 where.append(f"AND {column} = :{column}")
                 params[column] = value
+        if filters.job_id is not None:
+            condition, more = job_id_condition(filters.job_id)
+            where.append(f"AND {condition}")
+            params.update(more)
         if ids is not None:
             where.append("AND id = ANY(CAST(:ids AS uuid[]))")
             params["ids"] = list(ids)

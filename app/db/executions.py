@@ -51,7 +51,24 @@ def job_document(job: NewJob) -> dict[str, Any]:
     return doc
 
 
-_FILTER_COLUMNS = ("state", "queue", "handler", "job_id", "idempotency_key", "concurrency_key")
+_FILTER_COLUMNS = ("state", "queue", "handler", "idempotency_key", "concurrency_key")
+# A job's executions by job_id. ix_job_executions_job_id_given holds only the executions whose
+# job_id is not their own id (revision 20261204_0023: a one-off job's default job_id is its id),
+# so its predicate is written beside the filter, where the planner can see the index applies; a
+# job_id that reads as an execution's id may also be that one-off execution's, by the primary key.
+_JOB_ID_GIVEN = "job_id = :job_id AND job_id <> CAST(id AS text)"
+_JOB_ID_GIVEN_OR_OWN = f"({_JOB_ID_GIVEN} OR id = :own_id AND job_id = :job_id)"
+
+
+def job_id_condition(job_id: str) -> tuple[str, dict[str, Any]]:
+    """The condition `job_id = <job_id>` on job_executions as the index can serve it, and its parameters."""
+    try:
+        parsed = UUID(job_id)
+    except ValueError:
+        parsed = None
+    if parsed is None or str(parsed) != job_id:  # not the text of an id (CAST(id AS text): lower case, hyphens)
+        return _JOB_ID_GIVEN, {"job_id": job_id}
+    return _JOB_ID_GIVEN_OR_OWN, {"job_id": job_id, "own_id": parsed}
 # The metadata filter is a containment, beside the predicate of the partial GIN index
 # ix_job_executions_metadata written as it is there: the planner uses a partial index only for a
 # query whose WHERE implies its predicate, and a parameter cannot prove `<> '{}'`. It changes no
@@ -96,6 +113,10 @@ class ExecutionRepository:
             if value is not None:
                 where.append(f"{column} = :{column}")
                 params[column] = value
+        if filters.job_id is not None:
+            condition, more = job_id_condition(filters.job_id)
+            where.append(condition)
+            params.update(more)
         if filters.metadata is not None:
             key, value = filters.metadata
             where.append(_METADATA_FILTER)

@@ -114,7 +114,12 @@ Index("ix_job_executions_deadline", job_executions.c.deadline_at, postgresql_whe
 Index("ix_job_executions_state_created", job_executions.c.state, job_executions.c.created_at.desc(),
       job_executions.c.id)
 Index("ix_job_executions_created", job_executions.c.created_at.desc(), job_executions.c.id)
-Index("ix_job_executions_job_id", job_executions.c.job_id, job_executions.c.created_at.desc())
+# Revision 20261204_0023: a job's executions by job_id, for the job_ids given (by the caller, or a
+# schedule's for its fires) only. A one-off job's job_id is its own id (the enqueue's default) and
+# is found by the primary key: most jobs write no entry here, at their insert or at any transition
+# (each of which writes a new row version, so an entry in every index it belongs to).
+Index("ix_job_executions_job_id_given", job_executions.c.job_id, job_executions.c.created_at.desc(),
+      postgresql_where=text("job_id <> CAST(id AS text)"))
 Index("uq_job_executions_idempotency_key", job_executions.c.idempotency_key, unique=True,
       postgresql_where=text("idempotency_key IS NOT NULL"))
 # At most one stateful job PROCESSING per queue, enforced by the database (DESIGN §6.4).

@@ -102,6 +102,24 @@ async def test_listing_filters_by_state_queue_handler_and_job_id(api: httpx.Asyn
     assert await listed_ids(api, queue="nowhere") == []
 
 
+async def test_listing_by_job_id_finds_a_one_off_job_by_its_own_id_and_the_jobs_that_took_it(
+        api: httpx.AsyncClient, h: str) -> None:
+    """A one-off job's job_id is its id (kept out of the job_id index, found by the primary key);
+    a caller may give another job that id as its job_id, or the same id in capitals: each listing
+    by job_id names exactly the executions whose job_id is that text."""
+    one_off = await enqueue(api)
+    took_it = await enqueue(api, job_id=one_off["id"])
+    shouted = await enqueue(api, job_id=one_off["id"].upper())
+    unrelated = await enqueue(api)
+
+    assert await listed_ids(api, job_id=one_off["id"]) == [took_it["id"], one_off["id"]]
+    assert await listed_ids(api, job_id=one_off["id"].upper()) == [shouted["id"]]
+    assert await listed_ids(api, job_id=unrelated["id"]) == [unrelated["id"]]
+    assert await listed_ids(api, job_id=str(uuid.uuid4())) == []
+    assert await listed_ids(api, job_id=one_off["id"], state="ENQUEUED", queue="default") == [
+        took_it["id"], one_off["id"]]
+
+
 async def walk(api: httpx.AsyncClient, limit: int, **params: Any) -> tuple[list[str], int]:
     """Every id the listing yields, following next_cursor; returns (ids, page count)."""
     ids: list[str] = []

@@ -88,6 +88,7 @@ FILTERS = {
     "metadata": (ListFilter(metadata=("customer", "c48")), "ix_job_executions_metadata"),
     "concurrency_key": (ListFilter(concurrency_key="k5"), "ix_job_executions_concurrency_key"),
     "idempotency_key": (ListFilter(idempotency_key="idem-12340"), "uq_job_executions_idempotency_key"),
+    "job_id": (ListFilter(job_id="job-42"), "ix_job_executions_job_id_given"),
     "window": (ListFilter(created_after=NOW - timedelta(days=20, hours=1), created_before=NOW - timedelta(days=20)),
                "ix_job_executions_created"),
     "state and window": (ListFilter(state="DEAD_LETTER", created_after=NOW - timedelta(days=20, hours=6),
@@ -104,6 +105,18 @@ async def test_each_filter_of_the_listing_uses_its_index(db: Database, name: str
     filters, index = FILTERS[name]
     plan = await plan_of(db, filters, generic)
     assert index in index_used(plan), plan
+    assert "Seq Scan" not in plan, plan
+
+
+@pytest.mark.usefixtures("seeded")
+@pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
+async def test_a_job_id_that_is_an_execution_id_is_looked_up_by_the_primary_key_and_the_job_id_index(
+        db: Database, generic: bool) -> None:
+    """A one-off job's own id is its job_id, which ix_job_executions_job_id_given leaves out: the
+    listing reads that execution by the primary key, and the executions given that job_id by the
+    partial index."""
+    plan = await plan_of(db, ListFilter(job_id=str(uuid.uuid4())), generic)
+    assert {"pk_job_executions", "ix_job_executions_job_id_given"} <= index_used(plan), plan
     assert "Seq Scan" not in plan, plan
 
 
