@@ -276,3 +276,23 @@ async def test_enqueue_wakes_the_dispatchers_only_for_work_they_may_claim_now(co
     # A key that returns the execution stored before inserts nothing: nothing new to claim.
     assert await wakes_dispatchers(conn, db, {"handler": "h", "idempotency_key": "once"})
     assert not await wakes_dispatchers(conn, db, {"handler": "h", "idempotency_key": "once"})
+
+
+async def test_only_the_jobs_with_a_key_are_inserted_on_conflict(conn: asyncpg.Connection) -> None:
+    """An INSERT … ON CONFLICT is speculative for each row it inserts, and PostgreSQL writes a WAL
+    record confirming each (HEAP_CONFIRM); a job without an idempotency key cannot conflict and
+    goes in by a plain insert. Read in the WAL of the enqueue's own transaction."""
+    await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+    start = await conn.fetchval("SELECT pg_current_wal_insert_lsn()")
+    async with conn.transaction():
+        xid = await conn.fetchval("SELECT CAST(CAST(txid_current() AS text) AS bigint)")
+        rows = await enqueue(conn, *[{"handler": "h"} for _ in range(5)],
+                             *[{"handler": "h", "idempotency_key": f"k{i}"} for i in range(2)])
+    end = await conn.fetchval("SELECT pg_current_wal_insert_lsn()")
+    records = await conn.fetch("SELECT record_type, count(*) AS n FROM pg_get_wal_records_info($1, $2)"
+                               " WHERE CAST(CAST(xid AS text) AS bigint) = $3 AND resource_manager = 'Heap'"
+                               " GROUP BY record_type", start, end, xid)
+    inserted = {r["record_type"]: r["n"] for r in records}
+    assert [r["created"] for r in rows] == [True] * 7
+    assert inserted.get("HEAP_CONFIRM") == 2, inserted
+    assert sum(n for kind, n in inserted.items() if kind.startswith("INSERT")) == 7, inserted

@@ -151,18 +151,13 @@ BEGIN
     RETURN QUERY
     WITH input AS (
         SELECT * FROM jobwire_enqueue_input(jobs, ids)
-    ), ins AS (
-        INSERT INTO job_executions AS e (
-            id, job_id, job_type, handler, queue, state, priority, payload, parameters, metadata,
-            max_attempts, stateful, timeout_seconds, max_duration_seconds, idempotency_key,
-            request_hash, scheduled_at, concurrency_key, fair_tag,
-            workflow_id, workflow_ref, on_dependency_failure, pending_parents, spawned_by)
-        SELECT i.id, COALESCE(i.job_id, CAST(i.id AS text)), 'DELAYED', i.handler, i.queue,
-               CASE WHEN wf_pending[i.ord + 1] IS NOT NULL THEN 'WAITING' ELSE 'ENQUEUED' END,
+    ), new_rows AS (
+        SELECT i.ord, i.id, COALESCE(i.job_id, CAST(i.id AS text)) AS job_id, i.handler, i.queue,
+               CASE WHEN wf_pending[i.ord + 1] IS NOT NULL THEN 'WAITING' ELSE 'ENQUEUED' END AS state,
                i.priority, i.payload, i.parameters, i.metadata, i.max_attempts,
-               i.stateful OR h.stateful,  -- a stateful handler makes every job sent to it stateful
+               i.stateful OR h.stateful AS stateful,  -- a stateful handler makes every job sent to it stateful
                i.timeout_seconds, i.max_duration_seconds, i.idempotency_key, i.request_hash,
-               COALESCE(i.run_at, now() + make_interval(secs => COALESCE(i.delay_seconds, 0))),
+               COALESCE(i.run_at, now() + make_interval(secs => COALESCE(i.delay_seconds, 0))) AS scheduled_at,
                i.concurrency_key,
                CASE WHEN f.handler IS NOT NULL THEN
                    GREATEST(f.fair_round,
@@ -177,17 +172,43 @@ BEGIN
                                        AND x.state = 'ENQUEUED' AND x.fair_tag IS NOT NULL
                                      ORDER BY x.fair_tag DESC LIMIT 1) END)
                    + row_number() OVER (PARTITION BY i.handler, i.concurrency_key ORDER BY i.ord) - 1
-               END,
-               wf, wf_refs[i.ord + 1], wf_policies[i.ord + 1],
-               CASE WHEN wf IS NOT NULL THEN COALESCE(wf_pending[i.ord + 1], 0) END, wf_spawned_by
+               END AS fair_tag,
+               wf AS workflow_id, wf_refs[i.ord + 1] AS workflow_ref, wf_policies[i.ord + 1] AS on_dependency_failure,
+               CASE WHEN wf IS NOT NULL THEN COALESCE(wf_pending[i.ord + 1], 0) END AS pending_parents,
+               wf_spawned_by AS spawned_by
         FROM input i JOIN job_handlers h ON h.name = i.handler
         LEFT JOIN job_handler_flow f ON f.handler = i.handler AND f.keyed
-        ORDER BY i.idempotency_key COLLATE "C", i.ord
+    ), keyed AS (
+        -- Only the rows with a key are inserted ON CONFLICT: that insert is speculative (an extra
+        -- lookup in the arbiter index and a WAL record to confirm each row), a plain one is not.
+        INSERT INTO job_executions AS e (
+            id, job_id, job_type, handler, queue, state, priority, payload, parameters, metadata,
+            max_attempts, stateful, timeout_seconds, max_duration_seconds, idempotency_key,
+            request_hash, scheduled_at, concurrency_key, fair_tag,
+            workflow_id, workflow_ref, on_dependency_failure, pending_parents, spawned_by)
+        SELECT r.id, r.job_id, 'DELAYED', r.handler, r.queue, r.state, r.priority, r.payload, r.parameters,
+               r.metadata, r.max_attempts, r.stateful, r.timeout_seconds, r.max_duration_seconds,
+               r.idempotency_key, r.request_hash, r.scheduled_at, r.concurrency_key, r.fair_tag,
+               r.workflow_id, r.workflow_ref, r.on_dependency_failure, r.pending_parents, r.spawned_by
+        FROM new_rows r WHERE r.idempotency_key IS NOT NULL
+        ORDER BY r.idempotency_key COLLATE "C", r.ord
         ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-        RETURNING e.id, e.job_id, e.job_type, e.handler, e.queue, e.state, e.attempt, e.max_attempts, e.priority,
-                  e.stateful, e.payload, e.parameters, e.metadata, e.result, e.progress, e.scheduled_at,
-                  e.created_at, e.started_at, e.completed_at, e.deadline_at, e.locked_by, e.last_error,
-                  e.error_type, e.timeout_seconds, e.max_duration_seconds, e.idempotency_key, e.concurrency_key
+        RETURNING e.*
+    ), keyless AS (
+        INSERT INTO job_executions AS e (
+            id, job_id, job_type, handler, queue, state, priority, payload, parameters, metadata,
+            max_attempts, stateful, timeout_seconds, max_duration_seconds, idempotency_key,
+            request_hash, scheduled_at, concurrency_key, fair_tag,
+            workflow_id, workflow_ref, on_dependency_failure, pending_parents, spawned_by)
+        SELECT r.id, r.job_id, 'DELAYED', r.handler, r.queue, r.state, r.priority, r.payload, r.parameters,
+               r.metadata, r.max_attempts, r.stateful, r.timeout_seconds, r.max_duration_seconds,
+               r.idempotency_key, r.request_hash, r.scheduled_at, r.concurrency_key, r.fair_tag,
+               r.workflow_id, r.workflow_ref, r.on_dependency_failure, r.pending_parents, r.spawned_by
+        FROM new_rows r WHERE r.idempotency_key IS NULL
+        ORDER BY r.ord
+        RETURNING e.*
+    ), ins AS (
+        SELECT * FROM keyed UNION ALL SELECT * FROM keyless
     )
     SELECT i.ord, true,
            ins.id, ins.job_id, ins.job_type, ins.handler, ins.queue, ins.state, ins.attempt, ins.max_attempts,
