@@ -72,6 +72,9 @@ job_executions = Table(
     Column("scheduled_at", TS, nullable=False, server_default=NOW),
     Column("started_at", TS),
     Column("completed_at", TS),
+    # The node whose HTTP call holds the attempt (NULL once a 202 hands it to its handler). In no
+    # index (revision 20261204_0025), so the 202 release that clears it can be a HOT update; the
+    # lookups by node (dead-node recovery, a node's count in flight) read the PROCESSING rows.
     Column("locked_by", Text),
     Column("last_error", Text),
     Column("error_type", Text),
@@ -104,12 +107,16 @@ job_executions = Table(
     CheckConstraint(f"state IN ({STATES})", name="state"),
     CheckConstraint("job_type IN ('DELAYED', 'CRON', 'BATCH')", name="job_type"),
     CheckConstraint("attempt >= 0 AND max_attempts >= 1", name="attempts"),
+    # Revision 20261204_0025: each page keeps 15 % free for its rows' next versions (a job's claim,
+    # 202 release and outcome each write one). A version that fits beside the old one is written
+    # in the same page: the 202 release, which changes no indexed column, is then a HOT update
+    # (no index entry), and concurrent writers do not all aim at the few pages with free space.
+    postgresql_with={"fillfactor": "85"},
 )
 Index("ix_job_executions_claim", job_executions.c.queue, job_executions.c.priority.desc(),
       job_executions.c.scheduled_at, postgresql_where=ENQUEUED)
 Index("ix_job_executions_claim_all", job_executions.c.priority.desc(), job_executions.c.scheduled_at,
       postgresql_where=ENQUEUED)
-Index("ix_job_executions_in_flight", job_executions.c.locked_by, postgresql_where=PROCESSING)
 Index("ix_job_executions_deadline", job_executions.c.deadline_at, postgresql_where=PROCESSING)
 Index("ix_job_executions_state_created", job_executions.c.state, job_executions.c.created_at.desc(),
       job_executions.c.id)

@@ -21,7 +21,7 @@ Catalogue = dict[str, dict[tuple[Any, ...], tuple[Any, ...]]]
 KINDS: dict[str, tuple[int, str]] = {
     "relation": (1, """
         SELECT c.relname, c.relkind, c.relpersistence, c.relrowsecurity, pg_get_userbyid(c.relowner),
-               c.relacl::text, obj_description(c.oid, 'pg_class')
+               c.relacl::text, c.reloptions::text, obj_description(c.oid, 'pg_class')
         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')"""),
     # position: among the live columns (a dropped column leaves a gap in attnum).

@@ -11,11 +11,13 @@ RETURNING h.last_heartbeat
 
 -- name: nodes_live
 -- Live nodes and the HTTP calls each has in flight (rows it holds; 202-accepted rows are held
--- by their handlers, not by a node).
-SELECT h.server_id, h.started_at, h.last_heartbeat, h.queues,
-       (SELECT count(*) FROM job_executions e
-        WHERE e.state = 'PROCESSING' AND e.locked_by = h.server_id) AS in_flight
+-- by their handlers, not by a node). locked_by is in no index (revision 20261204_0025): the
+-- PROCESSING rows are counted by node in one pass, not once per node.
+SELECT h.server_id, h.started_at, h.last_heartbeat, h.queues, COALESCE(c.n, 0) AS in_flight
 FROM job_server_heartbeats h
+LEFT JOIN (SELECT e.locked_by, count(*) AS n FROM job_executions e
+           WHERE e.state = 'PROCESSING' AND e.locked_by IS NOT NULL
+           GROUP BY e.locked_by) AS c ON c.locked_by = h.server_id
 WHERE h.last_heartbeat >= now() - make_interval(secs => :timeout)
 ORDER BY h.started_at, h.server_id
 
