@@ -51,7 +51,17 @@ def job_document(job: NewJob) -> dict[str, Any]:
     return doc
 
 
-_FILTER_COLUMNS = ("state", "queue", "handler", "idempotency_key", "concurrency_key")
+_FILTER_COLUMNS = ("queue", "handler", "idempotency_key", "concurrency_key")
+# The listing walks ix_job_executions_state_created (state, created_at DESC, id) once per state,
+# newest first, and merges the walks: each state's rows in the listing's order, the first :limit of
+# each enough for the first :limit of all. (Revision 20261204_0026 dropped the index of every row
+# by (created_at DESC, id): it took an entry at each of a job's row versions, for the listings
+# without a state alone.)
+_LISTING = ("SELECT e.* FROM unnest(CAST(:states AS text[])) AS s(state)"
+            " CROSS JOIN LATERAL (SELECT {columns} FROM job_executions"
+            " WHERE state = s.state{where} ORDER BY created_at DESC, id LIMIT :limit) AS e"
+            " ORDER BY e.created_at DESC, e.id LIMIT :limit")
+ALL_STATES = [s.value for s in states.JobState]
 # A job's executions by job_id. ix_job_executions_job_id_given holds only the executions whose
 # job_id is not their own id (revision 20261204_0023: a one-off job's default job_id is its id),
 # so its predicate is written beside the filter, where the planner can see the index applies; a
@@ -107,7 +117,7 @@ class ExecutionRepository:
     ) -> list[Execution]:
         """Newest first; keyset pagination on (created_at DESC, id) after a previous page's last row.
         Run it in a transaction (a metadata filter sets plan_cache_mode for the transaction)."""
-        where, params = [], {"limit": limit}
+        where, params = [], {"limit": limit, "states": [filters.state] if filters.state else ALL_STATES}
         for column in _FILTER_COLUMNS:
             value = getattr(filters, column)
             if value is not None:
@@ -137,11 +147,7 @@ class ExecutionRepository:
             where.append("created_at <= :after_created"
                          " AND (created_at < :after_created OR (created_at = :after_created AND id > :after_id))")
             params["after_created"], params["after_id"] = after
-        sql = (
-            f"SELECT {', '.join(EXECUTION_COLUMNS)} FROM job_executions"
-            + (f" WHERE {' AND '.join(where)}" if where else "")
-            + " ORDER BY created_at DESC, id LIMIT :limit"
-        )
+        sql = _LISTING.format(columns=", ".join(EXECUTION_COLUMNS), where="".join(f" AND {w}" for w in where))
         return [execution_from(r) for r in await fetch(conn, sql, **params)]
 
     async def claim(

@@ -118,9 +118,10 @@ Index("ix_job_executions_claim", job_executions.c.queue, job_executions.c.priori
 Index("ix_job_executions_claim_all", job_executions.c.priority.desc(), job_executions.c.scheduled_at,
       postgresql_where=ENQUEUED)
 Index("ix_job_executions_deadline", job_executions.c.deadline_at, postgresql_where=PROCESSING)
+# The listings' order (app/db/executions.py, app/db/sql/bulk.sql, app/db/sql/retention.sql): one
+# walk per state, merged when a listing names none (revision 20261204_0026).
 Index("ix_job_executions_state_created", job_executions.c.state, job_executions.c.created_at.desc(),
       job_executions.c.id)
-Index("ix_job_executions_created", job_executions.c.created_at.desc(), job_executions.c.id)
 # Revision 20261204_0023: a job's executions by job_id, for the job_ids given (by the caller, or a
 # schedule's for its fires) only. A one-off job's job_id is its own id (the enqueue's default) and
 # is found by the primary key: most jobs write no entry here, at their insert or at any transition

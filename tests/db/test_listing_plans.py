@@ -46,6 +46,8 @@ class Explaining:
 def literal(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
+    if isinstance(value, list):  # the states walked: plain words, an array literal
+        return "'{" + ",".join(value) + "}'"
     text = value.isoformat() if isinstance(value, datetime) else str(value)
     return "'" + text.replace("'", "''") + "'"
 
@@ -85,12 +87,13 @@ def index_used(plan: str) -> set[str]:
 
 
 FILTERS = {
+    "none": (ListFilter(), "ix_job_executions_state_created"),  # a walk per state, merged
     "metadata": (ListFilter(metadata=("customer", "c48")), "ix_job_executions_metadata"),
     "concurrency_key": (ListFilter(concurrency_key="k5"), "ix_job_executions_concurrency_key"),
     "idempotency_key": (ListFilter(idempotency_key="idem-12340"), "uq_job_executions_idempotency_key"),
     "job_id": (ListFilter(job_id="job-42"), "ix_job_executions_job_id_given"),
     "window": (ListFilter(created_after=NOW - timedelta(days=20, hours=1), created_before=NOW - timedelta(days=20)),
-               "ix_job_executions_created"),
+               "ix_job_executions_state_created"),
     "state and window": (ListFilter(state="DEAD_LETTER", created_after=NOW - timedelta(days=20, hours=6),
                                     created_before=NOW - timedelta(days=20)), "ix_job_executions_state_created"),
 }

@@ -408,7 +408,7 @@ async def explain(db: Database, mode: str, **args: Any) -> tuple[dict[str, Any],
     return document[0]["Plan"], text
 
 
-LISTING = {"ix_job_executions_state_created", "ix_job_executions_created"}
+LISTING = {"ix_job_executions_state_created"}
 
 
 @pytest.mark.parametrize("mode", ["force_custom_plan", "force_generic_plan"])

@@ -8,15 +8,21 @@
 -- call's last row in this order (app/db/bulk.py appends that too), so a repetition is one pass
 -- that ends: a row it changed that came back into the selection (a retried job dead-lettered again
 -- at once) lies behind it, and a job enqueued meanwhile is newer than :as_of.
--- `created_at, id DESC`: a backward walk of the listing indexes (state, created_at DESC, id) and
--- (created_at DESC, id). The caller asks one row more than it takes, to tell whether more match.
+-- `created_at, id DESC`: a backward walk of the listing index (state, created_at DESC, id), once
+-- per state, the walks merged (each state's first :n enough for the first :n of all). The caller
+-- asks one row more than it takes, to tell whether more match.
 
 -- name: executions_select_for_bulk
 -- A cancel's or a delete's rows: those in a state the action may change (:states) that match its
 -- filters, oldest first, up to :n.
-SELECT id, handler, created_at FROM job_executions
-WHERE state = ANY(CAST(:states AS text[])) AND created_at <= :as_of /* filters */
-ORDER BY created_at, id DESC
+SELECT x.id, x.handler, x.created_at
+FROM unnest(CAST(:states AS text[])) AS s(state)
+CROSS JOIN LATERAL (
+    SELECT id, handler, created_at FROM job_executions
+    WHERE state = s.state AND created_at <= :as_of /* filters */
+    ORDER BY created_at, id DESC
+    LIMIT :n) AS x
+ORDER BY x.created_at, x.id DESC
 LIMIT :n
 
 -- name: executions_select_for_bulk_retry
@@ -24,10 +30,15 @@ LIMIT :n
 -- row whose handler was deleted (its check under the handler's lock stays, for a handler deleted
 -- after this read): selected, such rows would come first in every call, forever, and newer rows
 -- would never be reached.
-SELECT id, handler, created_at FROM job_executions e
-WHERE state = ANY(CAST(:states AS text[])) AND created_at <= :as_of /* filters */
-  AND EXISTS (SELECT 1 FROM job_handlers h WHERE h.name = e.handler)
-ORDER BY created_at, id DESC
+SELECT x.id, x.handler, x.created_at
+FROM unnest(CAST(:states AS text[])) AS s(state)
+CROSS JOIN LATERAL (
+    SELECT id, handler, created_at FROM job_executions e
+    WHERE state = s.state AND created_at <= :as_of /* filters */
+      AND EXISTS (SELECT 1 FROM job_handlers h WHERE h.name = e.handler)
+    ORDER BY created_at, id DESC
+    LIMIT :n) AS x
+ORDER BY x.created_at, x.id DESC
 LIMIT :n
 
 -- name: bulk_as_of
