@@ -61,7 +61,7 @@ _LISTING = ("SELECT e.* FROM unnest(CAST(:states AS text[])) AS s(state)"
             " CROSS JOIN LATERAL (SELECT {columns} FROM job_executions"
             " WHERE state = s.state{where} ORDER BY created_at DESC, id LIMIT :limit) AS e"
             " ORDER BY e.created_at DESC, e.id LIMIT :limit")
-ALL_STATES = [s.value for s in states.JobState]
+_ALL_STATES = [s.value for s in states.JobState]
 # A job's executions by job_id. ix_job_executions_job_id_given holds only the executions whose
 # job_id is not their own id (revision 20261204_0023: a one-off job's default job_id is its id),
 # so its predicate is written beside the filter, where the planner can see the index applies; a
@@ -79,6 +79,8 @@ def job_id_condition(job_id: str) -> tuple[str, dict[str, Any]]:
     if parsed is None or str(parsed) != job_id:  # not the text of an id (CAST(id AS text): lower case, hyphens)
         return _JOB_ID_GIVEN, {"job_id": job_id}
     return _JOB_ID_GIVEN_OR_OWN, {"job_id": job_id, "own_id": parsed}
+
+
 # The metadata filter is a containment, beside the predicate of the partial GIN index
 # ix_job_executions_metadata written as it is there: the planner uses a partial index only for a
 # query whose WHERE implies its predicate, and a parameter cannot prove `<> '{}'`. It changes no
@@ -117,7 +119,7 @@ class ExecutionRepository:
     ) -> list[Execution]:
         """Newest first; keyset pagination on (created_at DESC, id) after a previous page's last row.
         Run it in a transaction (a metadata filter sets plan_cache_mode for the transaction)."""
-        where, params = [], {"limit": limit, "states": [filters.state] if filters.state else ALL_STATES}
+        where, params = [], {"limit": limit, "states": [filters.state] if filters.state else _ALL_STATES}
         for column in _FILTER_COLUMNS:
             value = getattr(filters, column)
             if value is not None:
