@@ -107,11 +107,6 @@ job_executions = Table(
     CheckConstraint(f"state IN ({STATES})", name="state"),
     CheckConstraint("job_type IN ('DELAYED', 'CRON', 'BATCH')", name="job_type"),
     CheckConstraint("attempt >= 0 AND max_attempts >= 1", name="attempts"),
-    # Revision 20261204_0025: each page keeps 15 % free for its rows' next versions (a job's claim,
-    # 202 release and outcome each write one). A version that fits beside the old one is written
-    # in the same page: the 202 release, which changes no indexed column, is then a HOT update
-    # (no index entry), and concurrent writers do not all aim at the few pages with free space.
-    postgresql_with={"fillfactor": "85"},
 )
 Index("ix_job_executions_claim", job_executions.c.queue, job_executions.c.priority.desc(),
       job_executions.c.scheduled_at, postgresql_where=ENQUEUED)
@@ -158,6 +153,11 @@ DELETIONS_TRIGGER = (
     "CREATE TRIGGER jobwire_workflow_deletions AFTER DELETE ON job_executions "
     "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION jobwire_workflow_deletions()")
 event.listen(job_executions, "after_create", DDL(WORKFLOW_TRIGGER))
+# Revision 20261204_0025: each page keeps 15 % free for its rows' next versions (a job's claim,
+# 202 release and outcome each write one). A version that fits beside the old one is written in
+# the same page: the 202 release, which changes no indexed column, is then a HOT update (no index
+# entry), and concurrent writers do not all aim at the few pages with free space.
+event.listen(job_executions, "after_create", DDL("ALTER TABLE job_executions SET (fillfactor = 85)"))
 event.listen(job_executions, "after_create", DDL(DELETIONS_TRIGGER))
 # The suspended jobs whose time comes first (the coordinator's wake scan), and the stateful jobs
 # of each queue that suspended: one keeps its queue's slot while it waits (as one PROCESSING does),
