@@ -52,7 +52,7 @@ class Settings(BaseSettings):
     node_name: str = Field(default_factory=socket.gethostname, description="first part of the node id")
     queues: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="queues this node claims from; empty → all")
-    concurrency: int = Field(256, ge=1, le=10_000,
+    concurrency: int = Field(512, ge=1, le=10_000,
                              description="jobs in flight per node (a batch call holds one per job)")
     dispatch_client: Literal["http11", "aiohttp"] = Field(
         "http11", description="HTTP client of handler calls: the built-in HTTP/1.1 client, or aiohttp")

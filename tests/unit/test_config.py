@@ -25,7 +25,7 @@ DEFAULTS: dict[str, tuple[str, Any]] = {
     "JOBWIRE_API_KEYS": ("api_keys", []),
     "JOBWIRE_NODE_NAME": ("node_name", socket.gethostname()),
     "JOBWIRE_QUEUES": ("queues", []),
-    "JOBWIRE_CONCURRENCY": ("concurrency", 256),
+    "JOBWIRE_CONCURRENCY": ("concurrency", 512),
     "JOBWIRE_POLL_INTERVAL": ("poll_interval", 1.0),
     "JOBWIRE_EXECUTION_TIMEOUT": ("execution_timeout", 120.0),
     "JOBWIRE_RETRY_BASE_DELAY": ("retry_base_delay", 1.0),
