@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from app import logging_setup
 from app.config import Settings, unknown_variables
 from app.domain.logfields import fields
-from app.startup import EXIT_STATUS, StartupFailure
+from app.startup import EXIT_STATUS, StartupFailure, open_files_limit
 
 log = logging.getLogger("jobwire")
 
@@ -146,6 +146,7 @@ def _node(args: argparse.Namespace, *, dev: bool) -> None:
         settings = settings.model_copy(update={"database_url": None})
     logging_setup.configure(settings.log_format, args.log_level)
     _check_environment()
+    _open_files(settings)
     # Bound first, so that a port in use is said at once, before PostgreSQL starts or migrations
     # run; uvicorn listens on it once the node has started.
     try:
@@ -178,6 +179,20 @@ def _node(args: argparse.Namespace, *, dev: bool) -> None:
         if failure is not None:
             _cannot("start", failure)
         raise
+
+
+def _open_files(settings: Settings) -> None:
+    """The open-files limit raised for the node's connections, or a warning naming what it needs:
+    a connection per call in flight and, at worst, one per handler calling back, each PostgreSQL
+    connection and event delivery, and some spare (the listening socket, log files, the embedded
+    server's pipes)."""
+    needed = 2 * settings.concurrency + settings.event_concurrency + settings.db_pool_size + 64
+    limit = open_files_limit(needed)
+    if limit is not None and 0 <= limit[0] < needed:
+        log.warning("open files are limited to %d (hard limit %d); JOBWIRE_CONCURRENCY=%d may need up to %d (a "
+                    "connection per call in flight and per handler calling back): raise the limit (ulimit -n, "
+                    "systemd's LimitNOFILE) or lower JOBWIRE_CONCURRENCY", limit[0], limit[1], settings.concurrency,
+                    needed, extra=fields(open_files=limit[0], open_files_needed=needed))
 
 
 def _migrate(_: argparse.Namespace) -> None:

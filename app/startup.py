@@ -114,6 +114,34 @@ def listen_failure(exc: OSError, host: str, port: int) -> StartupFailure:
     return StartupFailure("JOBWIRE_PORT", f"cannot listen on {where}: {why[:1].lower() + why[1:]}")
 
 
+def open_files_limit(needed: int) -> tuple[int, int] | None:
+    """Raise this process's soft limit of open files to its hard limit (as far as `needed` and
+    beyond: every call in flight holds a connection to its handler, every handler calling back
+    one to this node, each PostgreSQL connection one): a node at the default concurrency held
+    some 660 descriptors in a callback drain, against 1,024, the common soft limit (systemd's
+    and most shells'). (soft limit after, hard limit), or None where there is no such limit
+    (Windows). Never lowers it."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):  # a hard limit the kernel caps lower (nr_open, macOS's OPEN_MAX)
+            target = max(soft, needed)
+            if hard != resource.RLIM_INFINITY:
+                target = min(target, hard)
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+                soft = target
+            except (ValueError, OSError):
+                pass
+    return soft, hard
+
+
 def bind(host: str, port: int) -> socket.socket:
     """A TCP socket bound to host:port (not yet listening: uvicorn listens once the node has
     started), as uvicorn binds one; StartupFailure when the address cannot be had."""

@@ -190,3 +190,58 @@ async def test_a_second_start_says_the_database_is_already_at_head(
             assert process.wait(60) == 0, log.read_text()
     assert "the database was at no revision (empty), now at " in lines[0] and "to_revision=" in lines[0]
     assert "the database is already at head" in lines[1] and "revision=" in lines[1]
+
+
+def _limits_open_files(soft: int, hard: int | None = None) -> Callable[[], None]:
+    """A preexec_fn: the child's open-files limit set to (soft, hard), hard unchanged when None."""
+    def limit() -> None:
+        import resource
+        resource.setrlimit(resource.RLIMIT_NOFILE,
+                           (soft, resource.getrlimit(resource.RLIMIT_NOFILE)[1] if hard is None else hard))
+    return limit
+
+
+def _open_files_of(pid: int) -> tuple[int, int]:
+    line = next(x for x in Path(f"/proc/{pid}/limits").read_text().splitlines() if x.startswith("Max open files"))
+    soft, hard = line.split()[3:5]
+    return int(soft), int(hard)
+
+
+@pytest.mark.skipif(not Path("/proc/self/limits").exists(), reason="reads /proc/<pid>/limits")
+async def test_a_node_raises_its_open_files_limit_to_the_hard_limit(
+        tmp_path: Path, fresh_database: Callable[..., object]) -> None:
+    url = await fresh_database()  # type: ignore[misc]
+    hard = _open_files_of(os.getpid())[1]
+    if hard < 2048:
+        pytest.skip(f"this machine's hard limit of open files is {hard}")
+    log = tmp_path / "serve.log"
+    with log.open("wb") as handle:
+        process = subprocess.Popen([JOBWIRE, "serve"], env=environment(JOBWIRE_DATABASE_URL=url), stdout=handle,
+                                   stderr=subprocess.STDOUT, preexec_fn=_limits_open_files(1024))
+    try:
+        wait_for_line(log, process, lambda line: "serving on" in line)
+        assert _open_files_of(process.pid) == (hard, hard)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0, log.read_text()
+    assert "open files are limited" not in log.read_text()
+
+
+async def test_a_node_whose_open_files_cannot_hold_its_connections_says_so(
+        tmp_path: Path, fresh_database: Callable[..., object]) -> None:
+    url = await fresh_database()  # type: ignore[misc]
+    log = tmp_path / "serve.log"
+    env = environment(JOBWIRE_DATABASE_URL=url, JOBWIRE_LOG_FORMAT="json", JOBWIRE_CONCURRENCY="400")
+    with log.open("wb") as handle:
+        process = subprocess.Popen([JOBWIRE, "serve"], env=env, stdout=handle, stderr=subprocess.STDOUT,
+                                   preexec_fn=_limits_open_files(300, 300))
+    try:
+        wait_for_line(log, process, lambda line: "serving on" in line)  # a warning, not a refusal
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0, log.read_text()
+    [warning] = [json.loads(x) for x in log.read_text().splitlines() if "open files are limited" in x]
+    assert warning["level"] == "WARNING" and warning["open_files"] == 300
+    # Two connections per call in flight at worst, the database's and the event deliveries', and spare.
+    assert warning["open_files_needed"] == 2 * 400 + 16 + 16 + 64
+    assert "JOBWIRE_CONCURRENCY=400" in warning["message"]

@@ -1,17 +1,19 @@
 """What `jobwire serve` checks before it starts: unknown JOBWIRE_* variables (a warning naming the
-closest setting), JOBWIRE_API_KEY on an open server (refused), the database URL's scheme, and how
-an address that cannot be had is worded. (tests/cluster/test_startup_failures.py runs them.)"""
+closest setting), JOBWIRE_API_KEY on an open server (refused), the database URL's scheme, how
+an address that cannot be had is worded, and the open-files limit it raises.
+(tests/cluster/test_startup_failures.py runs them.)"""
 
 from __future__ import annotations
 
 import errno
 import socket
+import sys
 
 import pytest
 from pydantic import ValidationError
 
 from app.config import Settings, client_key_refusal, setting_variables, unknown_variables
-from app.startup import bind, database_address, database_failure, listen_failure
+from app.startup import bind, database_address, database_failure, listen_failure, open_files_limit
 
 
 def test_every_setting_has_its_variable() -> None:
@@ -147,3 +149,18 @@ def test_what_reaching_the_database_ran_into_is_said_in_one_line(exc: BaseExcept
 @pytest.mark.parametrize("exc", [ServerError('syntax error at or near "SELEC"', "42601"), KeyError("bug")])
 def test_an_error_that_is_a_bug_is_not_explained_away(exc: BaseException) -> None:
     assert database_failure(exc, URL) is None
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no open-files limit to raise")
+def test_the_open_files_limit_is_raised_to_the_hard_limit_and_never_lowered() -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        lowered = min(256, soft) if soft != resource.RLIM_INFINITY else 256
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lowered, hard))
+        assert open_files_limit(100) == (hard, hard)
+        assert resource.getrlimit(resource.RLIMIT_NOFILE) == (hard, hard)
+        assert open_files_limit(10) == (hard, hard)  # already there: unchanged
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
