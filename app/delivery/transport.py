@@ -90,9 +90,11 @@ class Http11Transport:
 
     async def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float | None) -> Reply:
         try:
-            # One overall deadline covering connect, send and the whole response.
-            async with asyncio.timeout(_bounded(timeout)):
+            if timeout is None:  # the caller keeps the deadline (a dispatch: app/delivery/dispatch.py)
                 r = await self.client.post(url, body, headers)
+            else:  # one overall deadline covering connect, send and the whole response
+                async with asyncio.timeout(_bounded(timeout)):
+                    r = await self.client.post(url, body, headers)
         except TimeoutError as exc:
             raise DeadlineExceeded(f"no reply within {timeout:.3f}s") from exc
         except DestinationRefused as exc:
