@@ -115,12 +115,12 @@ def listen_failure(exc: OSError, host: str, port: int) -> StartupFailure:
 
 
 def open_files_limit(needed: int) -> tuple[int, int] | None:
-    """Raise this process's soft limit of open files to its hard limit (as far as `needed` and
-    beyond: every call in flight holds a connection to its handler, every handler calling back
-    one to this node, each PostgreSQL connection one): a node at the default concurrency held
-    some 660 descriptors in a callback drain, against 1,024, the common soft limit (systemd's
-    and most shells'). (soft limit after, hard limit), or None where there is no such limit
-    (Windows). Never lowers it."""
+    """Raises this process's soft limit of open files to its hard limit, or, where the kernel caps
+    that lower, to `needed` within it; never lowers it. A node's calls in flight each hold a
+    connection, as do handlers calling back and the database pool: at the default concurrency a
+    node held some 660 in a callback drain (bench/README.md, 2026-12-07), against a soft limit of
+    1,024 on most systems. (soft limit after, hard limit), or None where there is no such limit
+    (Windows)."""
     try:
         import resource
     except ImportError:
