@@ -37,7 +37,7 @@ RETURNS TABLE (id uuid, job_id text, job_type text, handler text, queue text, at
                payload jsonb, parameters jsonb, metadata jsonb, scheduled_at timestamptz,
                started_at timestamptz, deadline_at timestamptz, seconds_left float8,
                handler_url text, handler_secret text, handler_secrets text[], concurrency_key text,
-               flow_watch boolean, workflow jsonb, continuation jsonb, handler_batch jsonb)
+               flow_watch boolean, workflow json, continuation jsonb, handler_batch jsonb)
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $function$
@@ -392,21 +392,25 @@ BEGIN
            -- per such job, in this statement: a function call each cost twice as much in the claim
            -- of 1,000 workflow jobs. A job outside workflows runs none. Each parent is read by its
            -- key (OFFSET 0 keeps the lookup apart): joined, the generic plan, made while
-           -- job_executions was small, hashed a scan of the whole table for each claimed job.
-           CASE WHEN u.workflow_id IS NOT NULL THEN jsonb_build_object(
+           -- job_executions was small, hashed a scan of the whole table for each claimed job. Built
+           -- as json, text sent as it is (refs are unique in a workflow: nothing to merge): as jsonb,
+           -- each parent's object was built, merged and sorted in, and the whole converted to text
+           -- again, 1.7x the time for a job with 1,000 parents (bench/README.md, 2026-12-07).
+           CASE WHEN u.workflow_id IS NOT NULL THEN json_build_object(
                'id', u.workflow_id, 'ref', u.workflow_ref,
-               'parents', COALESCE((SELECT jsonb_object_agg(
-                                               x.ref, jsonb_build_object('execution_id', x.id, 'state', x.state)
-                                                      || CASE WHEN x.total <= 262144
-                                                              THEN jsonb_build_object('result', x.result)
-                                                              ELSE CAST('{}' AS jsonb) END)
+               'parents', COALESCE((SELECT json_object_agg(
+                                               x.ref, CASE WHEN x.total <= 262144
+                                                           THEN json_build_object('execution_id', x.id, 'state', x.state,
+                                                                                  'result', x.result)
+                                                           ELSE json_build_object('execution_id', x.id, 'state', x.state)
+                                                      END)
                                     FROM (SELECT p.ref, p.id, p.state, p.result,
                                                  sum(COALESCE(octet_length(CAST(p.result AS text)), 4)) OVER () AS total
                                           FROM job_dependencies d
                                           CROSS JOIN LATERAL (SELECT pe.workflow_ref AS ref, pe.id, pe.state, pe.result
                                                               FROM job_executions pe WHERE pe.id = d.parent_id
                                                               OFFSET 0) AS p
-                                          WHERE d.child_id = u.id) AS x), CAST('{}' AS jsonb))) END,
+                                          WHERE d.child_id = u.id) AS x), CAST('{}' AS json))) END,
            -- A job that suspended: its steps, and its `resume` when this attempt was resumed.
            CASE WHEN u.suspensions IS NOT NULL THEN jobwire_resume_context(u.id, u.attempt) END,
            -- The handler's batching ({max_size, max_wait_ms}; NULL: one call per job).
