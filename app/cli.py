@@ -188,7 +188,7 @@ def _open_files(settings: Settings) -> None:
     server's pipes)."""
     needed = 2 * settings.concurrency + settings.event_concurrency + settings.db_pool_size + 64
     limit = open_files_limit(needed)
-    if limit is not None and 0 <= limit[0] < needed:
+    if limit is not None and 0 <= limit[0] < needed:  # RLIM_INFINITY (no limit) is negative
         log.warning("open files are limited to %d (hard limit %d); JOBWIRE_CONCURRENCY=%d may need up to %d (a "
                     "connection per call in flight and per handler calling back): raise the limit (ulimit -n, "
                     "systemd's LimitNOFILE) or lower JOBWIRE_CONCURRENCY", limit[0], limit[1], settings.concurrency,
