@@ -220,7 +220,11 @@ def profiled(directory: str | None, pid: int, name: str) -> Iterator[None]:
         return
     Path(directory).mkdir(parents=True, exist_ok=True)
     idle = ["--idle"] if os.environ.get("BENCH_PROFILE_IDLE") else []  # samples of waiting threads too
-    recorder = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--rate", "100", "--nonblocking", *idle,
+    # The py-spy the bench extra installed beside this interpreter (a venv not activated has it
+    # off PATH), else the one on PATH.
+    beside = Path(sys.executable).parent / "py-spy"
+    spy = str(beside) if beside.exists() else "py-spy"
+    recorder = subprocess.Popen([spy, "record", "--pid", str(pid), "--rate", "100", "--nonblocking", *idle,
                                  "--format", "raw", "--output", str(Path(directory) / f"{name}.txt")],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
