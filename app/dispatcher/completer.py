@@ -14,14 +14,18 @@ T = TypeVar("T")
 class Completer(Generic[T]):
     """Buffers items and hands them to `flush` in batches, one flush at a time.
 
-    A flush waits `linger` seconds for company unless `max_batch` items are already waiting,
-    so a busy node writes one statement per batch while an idle one adds only `linger`.
+    A flush waits `linger` seconds for company unless `max_batch` items are already waiting or
+    `expected()` says that none is on its way (the dispatcher: no call in flight but those whose
+    items are here), so a busy node writes one statement per batch and a lone item, the last of
+    a drain or a job on a quiet node (each level of a workflow), is written at once.
     """
 
     def __init__(self, flush: Callable[[list[T]], Awaitable[None]], linger: float = 0.002,
-                 max_batch: int = 500, retry_delay: float = 0.5, close_attempts: int = 10) -> None:
+                 max_batch: int = 500, retry_delay: float = 0.5, close_attempts: int = 10,
+                 expected: Callable[[], bool] = lambda: True) -> None:
         self._flush = flush
         self._linger = linger
+        self._expected = expected
         self._max_batch = max_batch
         self._buffer: list[T] = []
         self._ready = asyncio.Event()
@@ -48,7 +52,7 @@ class Completer(Generic[T]):
     async def _run(self) -> None:
         while True:
             await self._ready.wait()
-            if len(self._buffer) < self._max_batch and not self._closing:
+            if len(self._buffer) < self._max_batch and not self._closing and self._expected():
                 await asyncio.sleep(self._linger)
             self._ready.clear()
             failures = 0

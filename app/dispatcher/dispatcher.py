@@ -66,9 +66,10 @@ class Dispatcher:
         self.expect_deadline = expect_deadline
         self.cipher = cipher
         self.telemetry = telemetry
-        self.completer: Completer[tuple[ClaimedJob, Outcome]] = Completer(outcomes.record)
         # Each call's task and its jobs (a batch call's grow while its group gathers): one slot per job.
         self._in_flight: dict[asyncio.Task[None], list[ClaimedJob]] = {}
+        self.completer: Completer[tuple[ClaimedJob, Outcome]] = Completer(outcomes.record,
+                                                                          expected=self._calls_running)
         self._jobs_in_flight = 0
         self._gathering = Gathering()
         self._wake = asyncio.Event()
@@ -247,6 +248,11 @@ class Dispatcher:
         still running (heartbeats move each); None when none is."""
         left = [s for s in [await self.outcomes.seconds_left(job.id, job.attempt) for job in jobs] if s is not None]
         return min(left) if left else None
+
+    def _calls_running(self) -> bool:
+        """Whether a call is still under way, its outcomes to come: a call's task adds them to the
+        completer as it ends, and is done from then on (though still listed until _call_done)."""
+        return any(not task.done() for task in self._in_flight)
 
     def _call_done(self, task: asyncio.Task[None]) -> None:
         self._jobs_in_flight -= len(self._in_flight.pop(task, ()))

@@ -55,3 +55,30 @@ async def test_close_gives_up_after_bounded_attempts():
     completer.add(1)
     await asyncio.wait_for(completer.close(), timeout=5)
     assert calls >= 3 and completer.pending == 1
+
+
+async def test_a_lone_outcome_is_written_at_once_when_no_other_is_on_its_way():
+    """The dispatcher says whether a call is still under way; with none, the linger would wait for
+    nothing (a job on a quiet node, each level of a workflow) and is skipped."""
+    batches: list[list[int]] = []
+    running = True
+
+    async def flush(batch: list[int]) -> None:
+        batches.append(batch)
+
+    completer: Completer[int] = Completer(flush, linger=3.0, expected=lambda: running)
+    completer.start()
+    running = False
+    completer.add(1)
+    for _ in range(200):  # written within 2 s: with the linger it would take 3
+        if batches:
+            break
+        await asyncio.sleep(0.01)
+    assert batches == [[1]]
+    running = True  # a call under way: the next lone outcome waits for its company
+    completer.add(2)
+    await asyncio.sleep(0.2)
+    assert batches == [[1]]
+    completer.add(3)
+    await completer.close()
+    assert batches == [[1], [2, 3]]
