@@ -98,9 +98,10 @@ class WorkflowRepository:
         rows = await fetch(conn, Q["workflow_items"], ids=list(ids))
         return [WorkflowItem(ref=r["ref"], execution_id=r["execution_id"], state=r["state"]) for r in rows]
 
-    async def known_refs(self, conn: Connection, workflow_id: UUID, refs: Sequence[str]) -> frozenset[str]:
+    async def by_refs(self, conn: Connection, workflow_id: UUID, refs: Sequence[str]) -> dict[str, tuple[UUID, str]]:
+        """The jobs of the workflow among `refs`, unlocked: (id, state) by ref."""
         rows = await fetch(conn, Q["workflow_refs"], workflow=workflow_id, refs=list(refs))
-        return frozenset(r["ref"] for r in rows)
+        return {r["ref"]: (r["id"], r["state"]) for r in rows}
 
     async def jobs_page(self, conn: Connection, workflow_id: UUID, state: str | None, after: str,
                         limit: int) -> list[WorkflowJobRow]:

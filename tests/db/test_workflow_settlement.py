@@ -443,10 +443,11 @@ async def test_a_run_child_inside_a_chain_is_enqueued_and_its_descendants_wait_f
 async def test_adding_a_job_while_its_parent_succeeds_does_not_deadlock(
         db: Database, service: WorkflowService, sessions: list[asyncpg.Connection]) -> None:
     """POST /v1/workflows/{id}/jobs naming parent p, while a node records p's success. The
-    service share-locks the parents it names first (workflow_parents_share), then the workflow's
-    row, as a parent's end takes them (its row, then its workflow's in the trigger): the success
-    waits for the request, never each for the other. The statements are the service's own, in
-    its order; only the moment is forced."""
+    service locks the workflow's row first and reads p's state with no lock; the success updates
+    p, then waits in its trigger for the workflow's row: it waits for the request, never each for
+    the other, and once the request commits its trigger sees the new child c and enqueues it
+    (the request counted p as unfinished). The statements are the service's own, in its order;
+    only the moment is forced."""
     made = await service.create(NewWorkflow(jobs=(wjob("keep"), wjob("p"))))
     ids = {i.ref: i.execution_id for i in made.items}
     attempts = await claim_all(db, 2)
@@ -462,11 +463,13 @@ async def test_adding_a_job_while_its_parent_succeeds_does_not_deadlock(
     ending: asyncio.Task[None] | None = None
     try:
         async with db.transaction() as conn:  # WorkflowService.add_jobs, step by step
-            await service.workflows.share_parents(conn, made.workflow.id, ["p"])
             assert await service.workflows.lock(conn, made.workflow.id) is not None
+            parents = await service.workflows.by_refs(conn, made.workflow.id, ["c", "p"])
+            assert parents == {"p": (ids["p"], "PROCESSING")}
             ending = asyncio.create_task(node_records_the_success())
-            await waits_for_a_lock(db, conn)  # the success waits for p's share lock
-            await service._add(conn, made.workflow.id, [wjob("c", "p")])
+            await waits_for_a_lock(db, conn)  # the success updated p and waits for the workflow's row
+            [item], _ = await service._add(conn, made.workflow.id, [wjob("c", "p")], parents)
+            assert item.state == "WAITING"  # p unfinished when read: c counts it
     except (DatabaseContention, asyncpg.DeadlockDetectedError):
         victims.append("POST /v1/workflows/{id}/jobs")
     assert ending is not None

@@ -2,7 +2,8 @@
 -- job_executions), parsed once by app/db/queries.py. The transitions of a workflow's jobs keep it
 -- (counts, end, children) through jobwire_workflow_transitions, the trigger; these statements
 -- make, link and steer workflows. Lock order everywhere: a workflow's jobs before its row, as the
--- trigger takes them. A workflow's counts (workflow_columns) are its row's plus the moves appended
+-- trigger takes them; or its row alone, and after it no job of the workflow but those the
+-- transaction makes (POST /v1/workflows/{id}/jobs). A workflow's counts (workflow_columns) are its row's plus the moves appended
 -- beside it in job_workflow_deltas and not folded into the row yet.
 
 -- fragment: workflow_columns
@@ -32,7 +33,7 @@ SELECT $workflow_columns, w.request_hash FROM job_workflows w WHERE w.idempotenc
 SELECT $workflow_columns FROM job_workflows w WHERE w.id = :id
 
 -- name: workflow_parents_share
--- POST /v1/workflows/{id}/jobs, first: the jobs of the workflow its new jobs depend on (:refs),
+-- POST {callback.url}/children, first: the jobs of the workflow its new jobs depend on (:refs),
 -- share-locked in id order until commit, with their states (current: the lock waited for any
 -- transition). A parent ending meanwhile is waited for (then seen terminal), or waits for this
 -- transaction (then its trigger sees the new children).
@@ -42,8 +43,11 @@ ORDER BY e.id
 FOR SHARE
 
 -- name: workflow_lock
--- POST /v1/workflows/{id}/jobs, then: the row, locked until commit (its state and its number of jobs
--- are checked, then counted on).
+-- POST /v1/workflows/{id}/jobs, first: the row, locked until commit (its state and its number of
+-- jobs are checked, then counted on). A job of the workflow that ends takes this row in the
+-- trigger before its transaction can commit, so none ends while this lock is held: the parents'
+-- states read after it (workflow_refs) are the ones to count on, with no lock on any of them (a
+-- parent's end under way waits for this transaction, then its trigger sees the new children).
 SELECT $workflow_columns FROM job_workflows w WHERE w.id = :id FOR NO KEY UPDATE
 
 -- name: workflow_enqueue
@@ -118,9 +122,9 @@ FROM unnest(CAST(:ids AS uuid[])) WITH ORDINALITY AS i(id, ord) JOIN job_executi
 ORDER BY i.ord
 
 -- name: workflow_refs
--- Which of :refs the workflow has (POST /v1/workflows/{id}/jobs: a new ref must be new, a parent
--- must be known).
-SELECT e.workflow_ref AS ref FROM job_executions e
+-- The jobs of the workflow among :refs, with their states (POST /v1/workflows/{id}/jobs, under
+-- workflow_lock: a new ref must be new, a parent must be known, and counts while unfinished).
+SELECT e.workflow_ref AS ref, e.id, e.state FROM job_executions e
 WHERE e.workflow_id = :workflow AND e.workflow_ref = ANY(CAST(:refs AS text[]))
 
 -- name: workflow_jobs_page
