@@ -18,7 +18,11 @@
 --    or at its own run_at; no event row, as for an insert: DESIGN §8). A job that stops being
 --    terminal (a retry) counts again for its WAITING children. A child's count is written under
 --    its row lock: two parents of one child ending at once on two nodes queue on it, and the
---    second sees the first's count (one enqueues it).
+--    second sees the first's count (one enqueues it). The release counts its own moves (WAITING
+--    → ENQUEUED) in its workflows' rows, locked in step 1, and the trigger it fires returns at
+--    once (jobwire.releasing, set for that statement alone): its moves are only those, and the
+--    whole trigger for them (the rows read into arrays, the counts folded) was a seventh of a
+--    release's time (bench/README.md, 2026-12-08).
 -- 3. the parents of spawned jobs that became terminal (POST {callback.url}/children): one WAITING
 --    for all its children (suspend `children: "all"`) with none unfinished now is resumed in this
 --    transaction (reason `children`: ENQUEUED, due now, the same attempt, its event, a NOTIFY).
@@ -57,6 +61,9 @@ DECLARE
     children uuid[];  -- the WAITING children whose parents' ends moved, and by how many (child_ends)
     child_ends jsonb;
 BEGIN
+    IF current_setting('jobwire.releasing', true) = 'on' THEN  -- step 2's release: it counted itself
+        RETURN NULL;
+    END IF;
     IF NOT EXISTS (SELECT 1 FROM new_rows n WHERE n.workflow_id IS NOT NULL) THEN
         RETURN NULL;
     END IF;
@@ -253,7 +260,8 @@ BEGIN
     -- Each WAITING child (waiting for parents: pending_parents set) counts its parents that ended,
     -- and again those that stopped being terminal: the children and their counts first, then the
     -- children by id alone, no join (told by the statistics that there were few WAITING rows, the
-    -- planner scanned them and joined each with the counts: quadratic in the children).
+    -- planner scanned them and joined each with the counts: quadratic in the children; so it does
+    -- still, joined to the counts unnested from an array, when the table has no statistics yet).
     SELECT array_agg(x.child_id ORDER BY x.child_id), jsonb_object_agg(x.child_id, x.n)
     INTO children, child_ends
     FROM (SELECT d.child_id,
@@ -263,6 +271,10 @@ BEGIN
           WHERE (m.was IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
                 <> (m.now IN ('SUCCEEDED', 'DEAD_LETTER', 'CANCELLED'))
           GROUP BY d.child_id) AS x;
+    IF children IS NULL THEN
+        RETURN NULL;
+    END IF;
+    PERFORM set_config('jobwire.releasing', 'on', true);
     WITH u AS (
         UPDATE job_executions e
         SET pending_parents = e.pending_parents - CAST(child_ends->>CAST(e.id AS text) AS int),
@@ -272,9 +284,21 @@ BEGIN
                                 THEN GREATEST(e.scheduled_at, now()) ELSE e.scheduled_at END,
             updated_at = now()
         WHERE e.id = ANY(children) AND e.state || '' = 'WAITING' AND e.pending_parents IS NOT NULL
-        RETURNING e.state, e.scheduled_at
+        RETURNING e.workflow_id, e.state, e.scheduled_at
+    ), moved AS (
+        SELECT u.workflow_id, count(*) AS n FROM u WHERE u.state = 'ENQUEUED' GROUP BY u.workflow_id
+    ), counted AS (
+        -- The children's workflows are their parents' (edges stay inside a workflow): locked above.
+        UPDATE job_workflows w
+        SET counts = w.counts || jsonb_build_object(
+                         'WAITING', COALESCE(CAST(w.counts->>'WAITING' AS int), 0) - m.n,
+                         'ENQUEUED', COALESCE(CAST(w.counts->>'ENQUEUED' AS int), 0) + m.n),
+            updated_at = now()
+        FROM moved m
+        WHERE w.id = m.workflow_id
     )
     SELECT count(*) INTO released FROM u WHERE u.state = 'ENQUEUED' AND u.scheduled_at <= now();
+    PERFORM set_config('jobwire.releasing', '', true);
     IF released > 0 THEN
         PERFORM pg_notify((SELECT m.value FROM job_meta m WHERE m.key = 'notify_channel'), '');
     END IF;
