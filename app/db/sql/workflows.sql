@@ -3,8 +3,9 @@
 -- (counts, end, children) through jobwire_workflow_transitions, the trigger; these statements
 -- make, link and steer workflows. Lock order everywhere: a workflow's jobs before its row, as the
 -- trigger takes them; or its row alone, and after it no job of the workflow but those the
--- transaction makes (POST /v1/workflows/{id}/jobs). A workflow's counts (workflow_columns) are its row's plus the moves appended
--- beside it in job_workflow_deltas and not folded into the row yet.
+-- transaction makes (POST /v1/workflows/{id}/jobs). A workflow's counts (workflow_columns) are
+-- its row's plus the moves appended beside it in job_workflow_deltas and not folded into the row
+-- yet.
 
 -- fragment: workflow_columns
 w.id, w.name, w.metadata, w.state,
